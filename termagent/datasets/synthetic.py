@@ -24,6 +24,7 @@ from pathlib import Path
 from termagent.datasets.completion import terminus_completion
 from termagent.judge.shell import solution_commands
 from termagent.judge.task_context import TaskContext
+from termagent.rewards import RewardWeights, single_turn_reward
 from termagent.rollouts import AtomicJsonlWriter
 
 
@@ -115,8 +116,9 @@ def generate_rollouts(tasks: list[TaskContext], out: str | Path, config: SynthCo
                 for _g in range(cfg.generations):
                     kind = _kind(rng, step / max(1, n_steps - 1), skill[task.id])
                     text, parts = _rollout_for(kind, task, commands[task.id], rng)
-                    reward = (cfg.format_weight * parts["format"] + cfg.script_weight * parts["script"]
-                              + cfg.verifier_weight * parts["verifier"])
+                    reward = single_turn_reward(
+                        bool(parts["format"]), bool(parts["script"]), parts["verifier"],
+                        RewardWeights(cfg.format_weight, cfg.script_weight, cfg.verifier_weight))
                     group.append({
                         "task_id": task.id, "training_step": step, "prompt": prompts[task.id],
                         "completion": text, "format_reward": parts["format"], "script_reward": parts["script"],
