@@ -20,8 +20,9 @@ from typing import Protocol
 
 from termagent.sandbox.errors import AgentTimeoutError, OutOfMemoryError, SandboxError
 from termagent.sandbox.pool import Sandbox
-from termagent.sandbox.trial import BoundedOutput, Trial
+from termagent.sandbox.trial import Trial
 from termagent.tasks.model import Task
+from termagent.truncate import limit_output
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def _run_trial(sandbox: Sandbox, task: Task, agent: Agent, *, attempt: int,
                 result.agent_result = _run_agent(trial, task, agent)
             finally:
                 result.timings["agent"] = time.monotonic() - start
-                result.agent_output = _clip(trial.agent_output, limit)
+                result.agent_output = limit_output(trial.agent_output, limit)
             start = time.monotonic()
             try:
                 verdict = trial.verify()
@@ -92,7 +93,7 @@ def _run_trial(sandbox: Sandbox, task: Task, agent: Agent, *, attempt: int,
                 result.timings["tests"] = verdict.tests_s  # the test command's own run time, inside
             result.reward, result.rewards = verdict.reward, verdict.rewards
             result.passed, result.total = verdict.passed, verdict.total
-            result.verifier_output = _clip(verdict.output, limit)
+            result.verifier_output = limit_output(verdict.output, limit)
     except Exception as e:
         result.error = {"class": type(e).__name__, "message": str(e)[:4000]}
         if isinstance(e, GRADED_ERRORS):
@@ -165,10 +166,3 @@ def run_trials(sandbox: Sandbox, specs: Sequence[tuple[Task, Agent, int]], *, co
         sandbox.drain()
     return results  # type: ignore[return-value]
 
-
-def _clip(text: str, limit: int) -> str:
-    if len(text.encode()) <= limit:
-        return text
-    out = BoundedOutput(limit)
-    out.write(text.encode())
-    return out.text()
