@@ -43,11 +43,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from termagent import atomic
-from termagent.sandbox import reaper
+from termagent.params import read_sections
+from termagent.sandbox import Sandbox, reaper, run_trials
 from termagent.sandbox.agents import OracleAgent
 from termagent.sandbox.image import ensure_base_image
-from termagent.sandbox import Sandbox, run_trials
-from termagent.params import read_sections
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.load import find_task_dirs, read_task
 

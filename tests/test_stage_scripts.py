@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def stage(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True,
+    return subprocess.run([sys.executable, *argv], cwd=REPO, capture_output=True, text=True, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
 
 

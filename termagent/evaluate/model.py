@@ -17,8 +17,9 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from termagent.evaluate.config import EvalConfig
 from termagent.evaluate.runner import (

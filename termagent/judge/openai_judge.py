@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from termagent import atomic
-from termagent.redact import redact
 from termagent.judge.base import (
     DIFFICULTIES,
     SKILLS,
@@ -41,6 +40,7 @@ from termagent.judge.base import (
 )
 from termagent.judge.rules import RulesJudge
 from termagent.judge.task_context import TaskContext
+from termagent.redact import redact
 
 log = logging.getLogger(__name__)
 PROMPT_VERSION = "1"

@@ -7,7 +7,6 @@ import logging
 import click
 
 
-
 @click.group()
 def image() -> None:
     """The sandbox base image (its tag carries a hash of the recipe) and container cleanup."""

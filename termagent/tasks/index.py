@@ -124,7 +124,7 @@ def index_tasks(cfg: TasksConfig, out: str | Path, root: Path) -> list[str]:
     for record in index["tasks"]:
         counts = by_difficulty.setdefault(str(record["difficulty"]), {"train": 0, "eval": 0})
         counts[record["split"]] = counts.get(record["split"], 0) + 1
-    lines = [f"{out}: {len(tasks)} tasks, train {index['counts'].get('train', 0)}, "
-             f"eval {index['counts'].get('eval', 0)}"]
+    counts = index["counts"]
+    lines = [f"{out}: {len(tasks)} tasks, train {counts.get('train', 0)}, eval {counts.get('eval', 0)}"]
     lines += [f"  {d:>8}: train {c['train']:>3}  eval {c['eval']:>3}" for d, c in sorted(by_difficulty.items())]
     return lines

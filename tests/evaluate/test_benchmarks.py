@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from termagent.evaluate.cli import convert, report
+from termagent.evaluate.config import HarborSection, TB1Section
 from termagent.evaluate.harbor import (
     BenchmarkToolMissing,
     HarborRunConfig,
@@ -17,7 +18,6 @@ from termagent.evaluate.harbor import (
     require_tool,
 )
 from termagent.evaluate.metrics import compute_metrics
-from termagent.evaluate.config import HarborSection, TB1Section
 from termagent.evaluate.tb1 import TB1RunConfig, convert_tb1_results, tb_run_argv
 
 MODEL = "termagent-sft"

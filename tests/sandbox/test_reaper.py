@@ -12,8 +12,7 @@ import time
 
 import pytest
 
-from termagent.sandbox import reaper
-from termagent.sandbox import Sandbox, SandboxConfig
+from termagent.sandbox import Sandbox, SandboxConfig, reaper
 
 pytestmark = pytest.mark.docker
 

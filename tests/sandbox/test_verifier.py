@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from termagent.sandbox.errors import VerifierError, VerifierTimeoutError
 from termagent.sandbox import run_trial
+from termagent.sandbox.errors import VerifierError, VerifierTimeoutError
 from termagent.sandbox.verifier import inline_reward_files, parse_reward_files, pytest_counts
 
 PASS_TWO_FAIL_ONE = """\
