@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from termagent.sandbox.image import BaseImageRecipe
+from termagent.sandbox.offline import OfflineConfig
 from termagent.sandbox.runner import SandboxConfig
 
 
@@ -25,6 +26,8 @@ class SandboxParams:
     image_aliases: dict[str, str] = field(default_factory=lambda: dict(SandboxConfig().image_aliases))
     warm_pool: int = SandboxConfig.warm_pool
     background_remove: bool = SandboxConfig.background_remove
+    # Offline stand-ins for public images (Python flavours, host trust, uv): see termagent/sandbox/offline.py
+    offline: OfflineConfig = field(default_factory=OfflineConfig)
 
     def base_recipe(self) -> BaseImageRecipe:
         return BaseImageRecipe(name=self.image_name, recipe=self.recipe, suite=self.suite)
@@ -34,7 +37,17 @@ class SandboxParams:
         return SandboxConfig(base_image=base_image or self.base_recipe().tag, concurrency=self.concurrency,
                              pids_limit=self.pids_limit, output_limit_bytes=self.output_limit_bytes,
                              image_policy=self.image_policy, image_aliases=dict(self.image_aliases),
-                             warm_pool=self.warm_pool, background_remove=self.background_remove)
+                             warm_pool=self.warm_pool, background_remove=self.background_remove,
+                             offline=_offline(self.offline, self.suite))
+
+
+def _offline(config: OfflineConfig, suite: str) -> OfflineConfig:
+    """params lists come in as lists: back to tuples; the base suite is the recipe's."""
+    import dataclasses
+
+    return dataclasses.replace(config, base_suite=suite, python_packages=tuple(config.python_packages),
+                               tbench_packages=tuple(config.tbench_packages),
+                               root_drop_packages=tuple(config.root_drop_packages))
 
 
 def load_sandbox_params(path: str = "params.yaml") -> SandboxParams:
