@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 LAYER_VERSION = "1"  # bump when the layer's Dockerfile or files below change
 LAYER_REPO = "termagent-flavour"
 CONTAINER_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-UV_HOME = "/opt/termagent/uv"
+UV_HOME = "/opt/termagent/uv"  # where the layer COPY puts uv (install.sh and the shim name it)
 KINDS = ("base", "python", "tbench")
 
 
@@ -70,6 +70,12 @@ class OfflineConfig:
     uv_version: str = "0.9.5"
     # Debian packages of the python flavour: pip, venv, and `python` -> python3.
     python_packages: tuple[str, ...] = ("python3-pip", "python3-venv", "python-is-python3")
+    # Debian packages of the root removed from the python flavour and pip-installed instead (a task's
+    # `pip install pytest==8.4.1` cannot replace a Debian copy: no RECORD file), as on an official image.
+    python_purge: tuple[str, ...] = ("python3-pytest", "python3-yaml")
+    # pip-installed in their place (with --ignore-installed: every dependency gets a pip copy too), so that
+    # verifiers written against the base image (`python3 -m pytest`) still run.
+    python_pip_packages: tuple[str, ...] = ("pytest==8.3.5", "PyYAML==6.0.2")
     # What ghcr.io/laude-institute/t-bench/* bases add on top (tmux is in the base package set).
     tbench_packages: tuple[str, ...] = ("asciinema",)
     tbench_workdir: str = "/app"  # the t-bench bases' WORKDIR; tasks without one of their own rely on it
@@ -331,7 +337,8 @@ class FlavourBuilder:
             root = self._root(flavour.suite)
             root_id = self.client.images.get(root).id
             trust = self.trust
-            spec = {"layer": LAYER_VERSION, "root": root_id, "packages": sorted(flavour.packages),
+            pip = self._pip_plan(flavour)
+            spec = {"layer": LAYER_VERSION, "root": root_id, "packages": sorted(flavour.packages), "pip": pip,
                     "trust": trust.digest, "uv": self.config.uv_version,
                     "files": hashlib.sha256((UV_INSTALLER + CURL_SHIM).encode()).hexdigest()}
             digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
@@ -348,12 +355,18 @@ class FlavourBuilder:
                           "uv": {"version": self.config.uv_version, "how": "curl shim for astral.sh/uv installer URLs"}}
                 if flavour.packages:
                     record["python"] = self._python_version(tag)
+                    record["pip_replaced_debian"] = {"purged": list(pip[0]), "pip_installed": list(pip[1])}
                 self._built[tag] = record
             record = dict(self._built[tag])
         record.update(kind=flavour.kind, workdir=flavour.workdir)
         if flavour.kind != "base":
             record["python"] = {"requested": flavour.python_requested, "provided": record["python"]}
         return tag, record
+
+    def _pip_plan(self, flavour: Flavour) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        if not flavour.packages:
+            return (), ()
+        return tuple(self.config.python_purge), tuple(self.config.python_pip_packages)
 
     def _root(self, suite: str) -> str:
         if suite == self.config.base_suite:
@@ -394,19 +407,24 @@ class FlavourBuilder:
                 env["UV_INDEX_URL"] = trust.pip["index-url"]
             if "extra-index-url" in trust.pip:
                 env["UV_EXTRA_INDEX_URL"] = trust.pip["extra-index-url"]
-            apt = ""
+            python = ""
             if flavour.packages:
-                apt = ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
-                       f"--no-install-recommends {' '.join(sorted(flavour.packages))} >/dev/null && "
-                       "rm -rf /var/lib/apt/lists/* && ")
+                purge, pip = self._pip_plan(flavour)
+                python = ("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "
+                          f"--no-install-recommends {' '.join(sorted(flavour.packages))} >/dev/null; "
+                          + (f"DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq {' '.join(purge)} >/dev/null; "
+                             if purge else "")
+                          + "rm -rf /var/lib/apt/lists/*; rm -f /usr/lib/python3*/EXTERNALLY-MANAGED; "
+                          + (f"python3 -m pip install -q --no-cache-dir --ignore-installed {' '.join(pip)}; "
+                             if pip else "")
+                          + "python --version; pip --version; ")
             dockerfile = "\n".join([
                 f"FROM {root}",
                 "COPY termagent /opt/termagent",
-                f"RUN set -e; {apt}cp /opt/termagent/certs/*.crt /usr/local/share/ca-certificates/ 2>/dev/null || true; "
+                "RUN set -e; cp /opt/termagent/certs/*.crt /usr/local/share/ca-certificates/ 2>/dev/null || true; "
                 "update-ca-certificates >/dev/null 2>&1; mv /opt/termagent/pip.conf /etc/pip.conf; "
-                "rm -f /usr/lib/python3*/EXTERNALLY-MANAGED; "
+                f"{python}"
                 "install -m 755 /opt/termagent/curl /usr/local/bin/curl && rm /opt/termagent/curl; "
-                f"mkdir -p {UV_HOME} && rm -rf {UV_HOME} && mv /opt/termagent/uv {UV_HOME} && "
                 f"chmod 755 {UV_HOME}/bin/* {UV_HOME}/install.sh",
                 "ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in env.items()),
                 f"LABEL termagent.flavour={json.dumps(flavour.kind)} termagent=1",

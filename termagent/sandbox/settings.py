@@ -47,7 +47,9 @@ def _offline(config: OfflineConfig, suite: str) -> OfflineConfig:
 
     return dataclasses.replace(config, base_suite=suite, python_packages=tuple(config.python_packages),
                                tbench_packages=tuple(config.tbench_packages),
-                               root_drop_packages=tuple(config.root_drop_packages))
+                               root_drop_packages=tuple(config.root_drop_packages),
+                               python_purge=tuple(config.python_purge),
+                               python_pip_packages=tuple(config.python_pip_packages))
 
 
 def load_sandbox_params(path: str = "params.yaml") -> SandboxParams:
