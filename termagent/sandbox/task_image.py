@@ -27,13 +27,13 @@ from dataclasses import dataclass
 import docker
 
 from termagent.sandbox.errors import BuildError
-from termagent.sandbox.offline import KINDS as FLAVOURS
 from termagent.sandbox.offline import FlavourBuilder, OfflineConfig, uv_requested
 from termagent.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
 POLICIES = ("alias-first", "pull-first", "never")
+FLAVOURS = ("debian", "python", "tbench")  # alias targets built by termagent.sandbox.offline
 TASK_IMAGE_REPO = "termagent-task"
 
 # FROM [--platform=...] image [AS name]
