@@ -69,21 +69,21 @@ class OfflineConfig:
     # for every task: a newer uv runs older scripts; the version asked for is recorded next to it).
     uv_version: str = "0.9.5"
     # Debian packages of the python flavour: pip, venv, and `python` -> python3.
-    python_packages: tuple[str, ...] = ("python3-pip", "python3-venv", "python-is-python3")
+    python_packages: list[str] = field(default_factory=lambda: ["python3-pip", "python3-venv", "python-is-python3"])
     # Debian packages of the root removed from the python flavour and pip-installed instead (a task's
     # `pip install pytest==8.4.1` cannot replace a Debian copy: no RECORD file), as on an official image.
-    python_purge: tuple[str, ...] = ("python3-pytest", "python3-yaml")
+    python_purge: list[str] = field(default_factory=lambda: ["python3-pytest", "python3-yaml"])
     # pip-installed in their place (with --ignore-installed: every dependency gets a pip copy too), so that
     # verifiers written against the base image (`python3 -m pytest`) still run.
-    python_pip_packages: tuple[str, ...] = ("pytest==8.3.5", "PyYAML==6.0.2")
+    python_pip_packages: list[str] = field(default_factory=lambda: ["pytest==8.3.5", "PyYAML==6.0.2"])
     # What ghcr.io/laude-institute/t-bench/* bases add on top (tmux is in the base package set).
-    tbench_packages: tuple[str, ...] = ("asciinema",)
+    tbench_packages: list[str] = field(default_factory=lambda: ["asciinema"])
     tbench_workdir: str = "/app"  # the t-bench bases' WORKDIR; tasks without one of their own rely on it
     python_workdir: str = "/"  # official python:* images set no WORKDIR
     cache_dir: str = "~/.cache/termagent"  # uv wheels downloaded from the host's index
     # Left out of the base package set for a root of another suite: trixie's cron pulls in systemd, whose
     # configuration fails inside a debootstrap chroot.
-    root_drop_packages: tuple[str, ...] = ("cron",)
+    root_drop_packages: list[str] = field(default_factory=lambda: ["cron"])
 
 
 # ---- what the host trusts ----------------------------------------------------------------------------
@@ -137,7 +137,7 @@ def host_trust(env: dict[str, str] | None = None, pip_config: str | None = None,
                 dropped.append(key)
             continue
         parts = value.split()
-        kept = [p for p in parts if not (p.startswith("/") or p.startswith("file:") or p.startswith("."))]
+        kept = [p for p in parts if not (p.startswith(("/", "file:", ".")))]
         if len(kept) < len(parts):
             dropped.append(key if not kept else f"{key} (host-local part)")
         if kept:
@@ -421,11 +421,11 @@ class FlavourBuilder:
             dockerfile = "\n".join([
                 f"FROM {root}",
                 "COPY termagent /opt/termagent",
-                "RUN set -e; cp /opt/termagent/certs/*.crt /usr/local/share/ca-certificates/ 2>/dev/null || true; "
+                ("RUN set -e; cp /opt/termagent/certs/*.crt /usr/local/share/ca-certificates/ 2>/dev/null || true; "
                 "update-ca-certificates >/dev/null 2>&1; mv /opt/termagent/pip.conf /etc/pip.conf; "
                 f"{python}"
                 "install -m 755 /opt/termagent/curl /usr/local/bin/curl && rm /opt/termagent/curl; "
-                f"chmod 755 {UV_HOME}/bin/* {UV_HOME}/install.sh",
+                f"chmod 755 {UV_HOME}/bin/* {UV_HOME}/install.sh"),
                 "ENV " + " ".join(f"{k}={json.dumps(v)}" for k, v in env.items()),
                 f"LABEL termagent.flavour={json.dumps(flavour.kind)} termagent=1",
                 "",

@@ -42,14 +42,10 @@ class SandboxParams:
 
 
 def _offline(config: OfflineConfig, suite: str) -> OfflineConfig:
-    """params lists come in as lists: back to tuples; the base suite is the recipe's."""
+    """The base suite is the recipe's own (`sandbox.suite`)."""
     import dataclasses
 
-    return dataclasses.replace(config, base_suite=suite, python_packages=tuple(config.python_packages),
-                               tbench_packages=tuple(config.tbench_packages),
-                               root_drop_packages=tuple(config.root_drop_packages),
-                               python_purge=tuple(config.python_purge),
-                               python_pip_packages=tuple(config.python_pip_packages))
+    return dataclasses.replace(config, base_suite=suite)
 
 
 def load_sandbox_params(path: str = "params.yaml") -> SandboxParams:

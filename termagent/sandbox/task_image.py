@@ -224,8 +224,10 @@ class ImageResolver:
         if flavoured:
             texts = []
             for path in [*_scripts(task.tests_dir), *task.extra_test_files.values(), task.solve_script]:
+                if path is None:
+                    continue
                 try:
-                    texts.append(path.read_text(errors="replace")) if path is not None else None
+                    texts.append(path.read_text(errors="replace"))
                 except OSError:
                     pass
             asked = uv_requested(*texts)

@@ -97,7 +97,7 @@ def alias_of(result) -> dict:
 
 @pytest.mark.docker
 def test_python_slim_with_pip_install_gets_pip_and_the_requested_python(offline_sandbox):
-    task, oracle, nop = oracle_and_nop(offline_sandbox, "python-pip")
+    _task, oracle, nop = oracle_and_nop(offline_sandbox, "python-pip")
     assert oracle.error is None and oracle.reward == 1.0, oracle.verifier_output[-2000:]
     assert nop.error is None and nop.reward == 0.0 and nop.passed == 1 and nop.total == 2
     alias = alias_of(oracle)
@@ -108,7 +108,7 @@ def test_python_slim_with_pip_install_gets_pip_and_the_requested_python(offline_
 
 @pytest.mark.docker
 def test_verifier_installing_uv_and_running_uvx_on_the_image_python(offline_sandbox):
-    task, oracle, nop = oracle_and_nop(offline_sandbox, "uv-verifier")
+    _task, oracle, nop = oracle_and_nop(offline_sandbox, "uv-verifier")
     assert oracle.error is None and oracle.reward == 1.0, oracle.verifier_output[-2000:]
     assert (oracle.passed, oracle.total) == (2, 2)  # uvx -p 3.13 ran pytest on the image's python3.13
     assert "installing to /root/.local/bin" in oracle.verifier_output
