@@ -117,7 +117,7 @@ def main(dirs: tuple[Path, ...], out: Path, concurrency: int, params: str, keep_
         wall, entries, rc = run_check(list(dirs), concurrency, params)
         summary = summarize(entries)
         runs.append({"run": n, "wall_s": round(wall, 1), "exit_code": rc, "task_images_present_before": present,
-                     "task_images_built": sum(t["build_s"] > 1.0 for t in summary["per_task"]), **summary})
+                     **summary})
         click.echo(f"run {n}: {summary['ok']}/{summary['tasks']} ok in {wall:.0f} s ({present} of "
                    f"{len(ids)} task images present before; failures {summary['failure_classes']})")
     result = {"command": "termagent tasks check " + " ".join(map(str, dirs)) + f" -j {concurrency} (twice)",
