@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: profile-h100 setup repro test test-fast bench-sandbox bench-datasets image lint clean-containers
+.PHONY: profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-external image lint clean-containers
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +35,10 @@ bench-sandbox: setup
 
 bench-datasets: setup
 	$(PY) scripts/bench_datasets.py --out metrics/bench_datasets.json
+
+# Public TB1/TB2 tasks offline, checked twice: make bench-external TASKS="dir1 dir2"
+bench-external: setup
+	$(PY) scripts/bench_external_tasks.py $(TASKS) --out metrics/bench_external_tasks.json
 
 lint: setup
 	$(VENV)/bin/ruff check termagent stages tests scripts

@@ -185,6 +185,37 @@ def apt_mirror(suite: str, apt_dir: str = "/etc/apt") -> str:
                      f"{apt_dir}/sources.list; set sandbox.recipe: dockerfile on a host with registry access")
 
 
+def debian_mirror(suite: str, apt_dir: str = "/etc/apt") -> str:
+    """The mirror for `suite`; for a suite the host's apt configuration does not list (a host on bookworm
+    building a trixie root), the mirror of the host's own main Debian suite: a Debian mirror serves every
+    current suite under the same URI."""
+    try:
+        return apt_mirror(suite, apt_dir)
+    except BuildError:
+        for host_suite in _host_suites(apt_dir):
+            try:
+                return apt_mirror(host_suite, apt_dir)
+            except BuildError:
+                continue
+        raise
+
+
+def _host_suites(apt_dir: str) -> list[str]:
+    """The main suites (no -updates/-security) named in the host's apt configuration."""
+    suites: list[str] = []
+    for path in sorted(glob.glob(f"{apt_dir}/sources.list.d/*.sources")):
+        for line in Path(path).read_text().splitlines():
+            if line.lower().startswith("suites:"):
+                suites += [s for s in line.split(":", 1)[1].split() if "-" not in s and "/" not in s]
+    for path in [f"{apt_dir}/sources.list", *sorted(glob.glob(f"{apt_dir}/sources.list.d/*.list"))]:
+        if os.path.exists(path):
+            for line in Path(path).read_text().splitlines():
+                parts = re.sub(r"\[[^]]*\]", "", line).split()
+                if len(parts) >= 3 and parts[0] == "deb" and "-" not in parts[2] and "/" not in parts[2]:
+                    suites.append(parts[2])
+    return list(dict.fromkeys(suites))
+
+
 def _run(cmd: list[str], what: str, **kwargs) -> None:
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False, **kwargs)
     if proc.returncode != 0:
@@ -198,7 +229,7 @@ def _build_debootstrap(recipe: BaseImageRecipe, client: docker.DockerClient, pro
                          "or set sandbox.recipe: dockerfile")
     if os.geteuid() != 0:
         raise BuildError("the debootstrap recipe needs root (it creates device nodes and chroots)")
-    mirror = apt_mirror(recipe.suite)
+    mirror = debian_mirror(recipe.suite)
     workdir = Path(tempfile.mkdtemp(prefix="termagent-base-", dir="/var/tmp"))
     rootfs, tarball = workdir / "rootfs", workdir / "rootfs.tar"
     try:

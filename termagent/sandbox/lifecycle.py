@@ -96,6 +96,8 @@ def _run_trial(sandbox: Sandbox, task: Task, agent: Agent, *, attempt: int,
             result.verifier_output = limit_output(verdict.output, limit)
     except Exception as e:
         result.error = {"class": type(e).__name__, "message": str(e)[:4000]}
+        if getattr(e, "output", None) and not result.verifier_output:  # a VerifierError's output
+            result.verifier_output = limit_output(e.output, limit)
         if isinstance(e, GRADED_ERRORS):
             result.reward, result.rewards = 0.0, {"reward": 0.0}
         if not isinstance(e, SandboxError):

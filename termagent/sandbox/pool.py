@@ -29,6 +29,7 @@ from typing import Self
 import docker
 
 from termagent.sandbox import reaper
+from termagent.sandbox.offline import OfflineConfig
 from termagent.sandbox.task_image import ImageResolver, TaskImage
 from termagent.sandbox.trial import Trial
 from termagent.tasks.model import Task
@@ -46,8 +47,11 @@ class SandboxConfig:
     pids_limit: int = 64  # stops fork bombs
     output_limit_bytes: int = 65536  # per exec, and for the agent transcript (head + tail)
     image_policy: str = "alias-first"  # alias-first | pull-first | never (see task_image.py)
+    # target: "base" (the base image), an image name, or a flavour of sandbox/offline.py (debian|python|tbench)
     image_aliases: dict[str, str] = field(default_factory=lambda: {
-        "ubuntu:*": "base", "debian:*": "base", "python:*": "base", "ghcr.io/laude-institute/t-bench/*": "base"})
+        "ubuntu:*": "debian", "debian:*": "debian", "python:*": "python",
+        "ghcr.io/laude-institute/t-bench/*": "tbench"})
+    offline: OfflineConfig = field(default_factory=OfflineConfig)  # flavour images: Python, trust, uv
     reap_on_start: bool = True  # remove containers of dead runs when the Sandbox starts
     # Containers created and started ahead of the trials queued in run_trials (or announced with
     # Sandbox.expect), so that start-up overlaps the trials still running. Each is made for exactly one
@@ -72,7 +76,7 @@ class Sandbox:
         self.client = client or docker.from_env(
             max_pool_size=2 * self.config.concurrency + self.config.warm_pool + REMOVER_THREADS + 4)
         self.images = ImageResolver(self.client, self.config.base_image, self.config.image_policy,
-                                    self.config.image_aliases)
+                                    self.config.image_aliases, self.config.offline)
         self.owner = reaper.owner_id()
         self._slots = threading.BoundedSemaphore(self.config.concurrency)
         self._lock = threading.Lock()

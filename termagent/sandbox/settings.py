@@ -7,10 +7,12 @@ is the one of `BaseImageRecipe` / `SandboxConfig`, never restated.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal
 
 from termagent.sandbox.image import BaseImageRecipe
+from termagent.sandbox.offline import OfflineConfig
 from termagent.sandbox.pool import SandboxConfig
 
 
@@ -26,6 +28,8 @@ class SandboxParams:
     image_aliases: dict[str, str] = field(default_factory=lambda: dict(SandboxConfig().image_aliases))
     warm_pool: int = SandboxConfig.warm_pool
     background_remove: bool = SandboxConfig.background_remove
+    # Offline stand-ins for public images (Python flavours, host trust, uv): see termagent/sandbox/offline.py
+    offline: OfflineConfig = field(default_factory=OfflineConfig)
 
     def base_recipe(self) -> BaseImageRecipe:
         return BaseImageRecipe(name=self.image_name, recipe=self.recipe, suite=self.suite)
@@ -35,4 +39,10 @@ class SandboxParams:
         return SandboxConfig(base_image=base_image or self.base_recipe().tag, concurrency=self.concurrency,
                              pids_limit=self.pids_limit, output_limit_bytes=self.output_limit_bytes,
                              image_policy=self.image_policy, image_aliases=dict(self.image_aliases),
-                             warm_pool=self.warm_pool, background_remove=self.background_remove)
+                             warm_pool=self.warm_pool, background_remove=self.background_remove,
+                             offline=_offline(self.offline, self.suite))
+
+
+def _offline(config: OfflineConfig, suite: str) -> OfflineConfig:
+    """The base suite is the recipe's own (`sandbox.suite`)."""
+    return dataclasses.replace(config, base_suite=suite)

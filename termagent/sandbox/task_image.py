@@ -5,6 +5,10 @@ Policies (sandbox.image_policy):
   alias-first  a FROM image matching an alias pattern is replaced (reproducible offline; the default)
   pull-first   use the image when present or pullable; replace only when it is neither
   never        never replace (builds fail offline when the image is missing)
+Alias targets: "base" (the base image as it is), an image name, or a flavour of termagent.sandbox.offline
+("debian", "python", "tbench": the base or another Debian root plus pip / the host's trust / uv / the
+aliased image's WORKDIR). A task with both [environment].docker_image and a Dockerfile uses the prebuilt
+image when it is present (or, pull-first, pullable), else builds the Dockerfile; either way it is recorded.
 Built images are cached by (task content hash, base image id, resolved Dockerfile).
 """
 
@@ -23,11 +27,13 @@ from dataclasses import dataclass
 import docker
 
 from termagent.sandbox.errors import BuildError
+from termagent.sandbox.offline import FlavourBuilder, OfflineConfig, uv_requested
 from termagent.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
 POLICIES = ("alias-first", "pull-first", "never")
+FLAVOURS = ("debian", "python", "tbench")  # alias targets built by termagent.sandbox.offline
 TASK_IMAGE_REPO = "termagent-task"
 
 # FROM [--platform=...] image [AS name]
@@ -42,17 +48,21 @@ class TaskImage:
     substituted_to: str | None
     build_s: float
     cached: bool
+    # Every offline substitution made for this image, one dict each (see substitution records in
+    # termagent.sandbox.offline): {"what": "alias" | "prebuilt_image_replaced", ...}
+    substitutions: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict:
         return {"tag": self.tag, "id": self.id, "substituted_from": self.substituted_from,
-                "substituted_to": self.substituted_to, "cached": self.cached}
+                "substituted_to": self.substituted_to, "cached": self.cached,
+                "substitutions": [dict(s) for s in self.substitutions]}
 
 
 class ImageResolver:
     """Decides which image a task's FROM (or docker_image) really uses, and builds task images."""
 
     def __init__(self, client: docker.DockerClient, base_image: str, policy: str = "alias-first",
-                 aliases: dict[str, str] | None = None):
+                 aliases: dict[str, str] | None = None, offline: OfflineConfig | None = None):
         if policy not in POLICIES:
             raise ValueError(f"sandbox.image_policy must be one of {POLICIES}, got {policy!r}")
         self.client = client
@@ -62,23 +72,40 @@ class ImageResolver:
         self._pullable: dict[str, bool] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        self.flavours = FlavourBuilder(client, base_image, offline)
+        self._records: dict[str, dict] = {}  # resolved tag -> its flavour record
 
     # ---- which image --------------------------------------------------------------------------------
 
     def alias_target(self, name: str) -> str | None:
+        """The alias table's target for `name`: an image name, "base", or a flavour kind."""
         for pattern, target in self.aliases.items():
             if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(f"docker.io/library/{name}", pattern):
                 return self.base_image if target == "base" else target
         return None
 
     def resolve(self, name: str) -> str:
-        """The image to use for `name` under the policy (== name when no substitution)."""
+        """The image to use for `name` under the policy (== name when no substitution). A flavour target
+        is built here (cached by its recipe hash); its record is kept for `substitution_record`."""
         target = self.alias_target(name)
         if self.policy == "never" or target is None or target == name:
             return name
-        if self.policy == "alias-first":
-            return target
-        return name if self._present_or_pullable(name) else target  # pull-first
+        if self.policy == "pull-first" and self._present_or_pullable(name):
+            return name
+        if target in FLAVOURS:
+            kind = "base" if target == "debian" else target
+            tag, record = self.flavours.ensure(kind, name)
+            if target == "debian":
+                record["kind"] = "debian"
+            self._records[name] = record
+            return tag
+        return target
+
+    def substitution_record(self, name: str, resolved: str) -> dict:
+        record = {"what": "alias", "from": name, "to": resolved, "policy": self.policy}
+        if name in self._records:
+            record.update(self._records[name])
+        return record
 
     def _present_or_pullable(self, name: str) -> bool:
         if name not in self._pullable:
@@ -108,8 +135,11 @@ class ImageResolver:
                     resolved = self.resolve(name)
                     if resolved != name:
                         substitutions.append((name, resolved))
-                        ending = line[len(line.rstrip("\r\n")):]
+                        ending = line[len(line.rstrip("\r\n")):] or "\n"
                         line = f"{head}{resolved}{rest}{ending}"
+                        workdir = self._records.get(name, {}).get("workdir")
+                        if workdir:  # the aliased image's WORKDIR, before the task's own instructions
+                            line += f"WORKDIR {workdir}{ending}"
                 if as_match:
                     stages.add(as_match.group(1).lower())
             lines.append(line)
@@ -121,11 +151,23 @@ class ImageResolver:
         """The task's image: built (or found in the cache), with substitutions applied and logged."""
         env = task.environment
         start = time.monotonic()
+        notes: list[dict] = []
+        if env.dockerfile is not None and env.docker_image:
+            prebuilt = self._prebuilt(env.docker_image)
+            if prebuilt is not None:
+                return TaskImage(tag=env.docker_image, id=prebuilt.id, substituted_from=None, substituted_to=None,
+                                 build_s=time.monotonic() - start, cached=True)
+            reason = ("neither present nor pullable" if self.policy == "pull-first"
+                      else f"not present locally (image_policy {self.policy}: not pulled)")
+            log.info("task %s: prebuilt image %s %s: building its Dockerfile", task.id, env.docker_image, reason)
+            notes.append({"what": "prebuilt_image_replaced", "docker_image": env.docker_image,
+                          "built_from": _relative(env.dockerfile, task.path), "reason": reason})
         if env.dockerfile is None:
             name = env.docker_image or self.base_image
             resolved = self.resolve(name)
             if resolved != name:
                 log.info("task %s: image %s -> %s (%s)", task.id, name, resolved, self.policy)
+                notes.append(self.substitution_record(name, resolved))
             try:
                 image = self.client.images.get(resolved)
             except docker.errors.ImageNotFound:
@@ -135,7 +177,8 @@ class ImageResolver:
                 image = self.client.images.get(resolved)
             return TaskImage(tag=resolved, id=image.id, substituted_from=name if resolved != name else None,
                              substituted_to=resolved if resolved != name else None,
-                             build_s=time.monotonic() - start, cached=True)
+                             build_s=time.monotonic() - start, cached=True,
+                             substitutions=tuple(self._with_uv(task, notes)))
 
         try:
             original = env.dockerfile.read_text()
@@ -149,18 +192,48 @@ class ImageResolver:
         sub_to = ", ".join(t for _, t in substitutions) or None
         for frm, to in substitutions:
             log.info("task %s: FROM %s -> %s (%s)", task.id, frm, to, self.policy)
+            notes.append(self.substitution_record(frm, to))
+        notes = self._with_uv(task, notes)
 
         with self._lock(tag):
             try:
                 image = self.client.images.get(tag)
                 return TaskImage(tag=tag, id=image.id, substituted_from=sub_from, substituted_to=sub_to,
-                                 build_s=time.monotonic() - start, cached=True)
+                                 build_s=time.monotonic() - start, cached=True, substitutions=tuple(notes))
             except docker.errors.ImageNotFound:
                 pass
             self._build(task, dockerfile, tag)
             image = self.client.images.get(tag)
         return TaskImage(tag=tag, id=image.id, substituted_from=sub_from, substituted_to=sub_to,
-                         build_s=time.monotonic() - start, cached=False)
+                         build_s=time.monotonic() - start, cached=False, substitutions=tuple(notes))
+
+    def _prebuilt(self, name: str):
+        """The task's prebuilt image when it is present (or, pull-first, pullable); None otherwise."""
+        try:
+            return self.client.images.get(name)
+        except docker.errors.ImageNotFound:
+            if self.policy == "pull-first" and self._present_or_pullable(name):
+                return self.client.images.get(name)
+        except docker.errors.APIError:
+            pass
+        return None
+
+    def _with_uv(self, task: Task, notes: list[dict]) -> list[dict]:
+        """Adds the uv versions the task's scripts ask for to the flavour records that provide uv."""
+        flavoured = [n for n in notes if n.get("uv")]
+        if flavoured:
+            texts = []
+            for path in [*_scripts(task.tests_dir), *task.extra_test_files.values(), task.solve_script]:
+                if path is None:
+                    continue
+                try:
+                    texts.append(path.read_text(errors="replace"))
+                except OSError:
+                    pass
+            asked = uv_requested(*texts)
+            for note in flavoured:
+                note["uv"] = {**note["uv"], "requested_by_task": asked}
+        return notes
 
     def _build(self, task: Task, dockerfile: str, tag: str) -> None:
         env = task.environment
@@ -210,6 +283,19 @@ class ImageResolver:
     def _lock(self, key: str) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(key, threading.Lock())
+
+
+def _scripts(tests_dir):
+    if tests_dir is None or not tests_dir.is_dir():
+        return []
+    return sorted(p for p in tests_dir.iterdir() if p.is_file() and p.suffix == ".sh")
+
+
+def _relative(path, root) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
 
 
 def _slug(task_id: str) -> str:

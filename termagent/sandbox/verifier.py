@@ -29,6 +29,7 @@ REWARD_INLINE_MAX = 16384  # bytes; a larger reward file is read through the eng
 
 # "==== 3 passed, 1 failed, 2 errors in 0.12s ====" (pytest's final line; also -q's unframed form)
 _TIME_MARK = "__termagent_tests_ns="
+_CTRF_MARK = "__termagent_ctrf_present__"
 _FINAL_LINE = re.compile(r"^=*\s*((?:\d+ \w+,?\s*)+)in [\d.]+s", re.MULTILINE)
 _COUNT = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected|warnings?)")
 
@@ -105,7 +106,8 @@ def run_verifier(trial) -> VerifierResult:
     # The reward files come back base64-encoded at the end of the same exec's output, framed by a nonce
     # (no extra archive round trip); when that block is missing or incomplete they are read via the engine.
     nonce = f"__termagent_reward_{secrets.token_hex(8)}"
-    report = (f"echo {nonce}; for f in reward.json reward.txt; do p={LOGS_DIR}/$f; [ -f $p ] || continue; "
+    report = (f"[ -s {LOGS_DIR}/ctrf.json ] && echo {_CTRF_MARK}; "
+              f"echo {nonce}; for f in reward.json reward.txt; do p={LOGS_DIR}/$f; [ -f $p ] || continue; "
               f"if [ $(stat -c %s $p) -le {REWARD_INLINE_MAX} ] && b=$(base64 -w0 $p); "
               f"then echo \"$f:$b\"; else echo \"$f:!\"; fi; done; echo {nonce}")
     setup = f"mkdir -p {staging} && rm -rf {TESTS_DIR} {LOGS_DIR} && mv {staging} {TESTS_DIR} && mkdir -p {LOGS_DIR}"
@@ -118,6 +120,7 @@ def run_verifier(trial) -> VerifierResult:
         raise VerifierError(f"could not set up {TESTS_DIR} and {LOGS_DIR}: {run.output[-500:]}")
     inline_rewards = inline_reward_files(run.output, nonce)
     output, mark, tests_ns = run.output.rpartition(_TIME_MARK)
+    ctrf_present = bool(mark) and _CTRF_MARK in tests_ns
     if mark:  # the test command's output ends where our time mark (and the reward block) begins
         run.output = output.rstrip("\n") + "\n"
     tests_ns = tests_ns.strip().split("\n", 1)[0] if mark else ""
@@ -132,8 +135,8 @@ def run_verifier(trial) -> VerifierResult:
     if task.reward_mode == "pytest":
         verdict = pytest_verdict(run.output)
         if verdict["tests_total"] == 0 and counts is None:
-            raise VerifierError("reward_mode pytest: no pytest summary in the verifier's output "
-                                f"(rc {run.rc}); tail:\n{run.output[-1000:]}")
+            raise _with_output(VerifierError("reward_mode pytest: no pytest summary in the verifier's output "
+                                             f"(rc {run.rc}); tail:\n{run.output[-1000:]}"), run.output)
         rewards = {"reward": verdict["reward"]}
         if verdict["tests_total"] > 0:
             passed, total = int(verdict["tests_passed"]), int(verdict["tests_total"])
@@ -143,10 +146,47 @@ def run_verifier(trial) -> VerifierResult:
         try:
             rewards = parse_reward_files(inline_rewards if inline_rewards is not None else _read_logs(trial))
         except VerifierError as e:
-            raise VerifierError(f"{e} (test command rc {run.rc}); output tail:\n{run.output[-1000:]}") from None
+            raise _with_output(VerifierError(f"{e} (test command rc {run.rc}); output tail:\n{run.output[-1000:]}"),
+                               run.output) from None
+        if rewards["reward"] == 0.0 and counts is None:
+            cause = runner_never_started(task, run.output, ctrf_present)
+            if cause:
+                raise _with_output(VerifierError(
+                    f"the test runner never started ({cause}): the verifier's reward 0 is not a grade "
+                    f"(test command rc {run.rc}); output tail:\n{run.output[-1500:]}"), run.output)
     return VerifierResult(reward=rewards["reward"], rewards=rewards, passed=passed, total=total,
                           output=run.output, rc=run.rc, duration_s=run.duration_s, truncated=run.truncated,
                           tests_s=tests_s)
+
+
+_NOT_FOUND = re.compile(r"^.*(?:command not found|No such file or directory|No module named pytest|"
+                        r"No interpreter found|error: Failed to (?:fetch|download)|Could not find a version).*$",
+                        re.MULTILINE)
+
+
+def runner_never_started(task, output: str, ctrf_present: bool) -> str | None:
+    """Why a pytest-based verifier's runner evidently never ran (None: it ran, or the task runs none).
+    A test script that invokes pytest (directly, through uvx / uv run) and left neither a pytest summary
+    nor /logs/verifier/ctrf.json did not test anything: its `echo 0 > reward.txt` is no verdict."""
+    if ctrf_present or re.search(r"\bno tests ran\b", output):
+        return None
+    scripts = []
+    for path in [*(sorted(task.tests_dir.glob("*.sh")) if task.tests_dir and task.tests_dir.is_dir() else []),
+                 *getattr(task, "extra_test_files", {}).values()]:
+        try:
+            scripts.append(path.read_text(errors="replace"))
+        except OSError:
+            pass
+    if not any("pytest" in text for text in scripts):
+        return None
+    lines = [m.group(0).strip()[:200] for m in _NOT_FOUND.finditer(output)]
+    detail = f"; e.g. {lines[-1]!r}" if lines else ""
+    return f"no pytest summary and no {LOGS_DIR}/ctrf.json{detail}"
+
+
+def _with_output(error: VerifierError, output: str) -> VerifierError:
+    error.output = output  # the runner keeps it as the trial's verifier_output
+    return error
 
 
 def inline_reward_files(output: str, nonce: str) -> dict[str, bytes] | None:

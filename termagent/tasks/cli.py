@@ -142,8 +142,12 @@ def check(paths: tuple[Path, ...], json_out: Path | None, concurrency: int | Non
     for e in entries:
         notes = [f"{agent}: {e[agent]['error']['class']}: {e[agent]['error']['message'].splitlines()[0][:80]}"
                  for agent in ("oracle", "nop") if e[agent]["error"]]
-        if e["image"].get("substituted_from"):
-            notes.append(f"FROM {e['image']['substituted_from']} -> base")
+        for sub in e["image"].get("substitutions", []):
+            if sub.get("what") == "alias":
+                py = sub.get("python", {}).get("provided")
+                notes.append(f"{sub['from']} -> {sub.get('kind', sub['to'])}{f' (python {py})' if py else ''}")
+            elif sub.get("what") == "prebuilt_image_replaced":
+                notes.append(f"built {sub['built_from']} (no {sub['docker_image']})")
         table.add_row(e["task_id"], e["layout"], _reward(e["oracle"]), _reward(e["nop"]),
                       "[green]ok[/]" if e["ok"] else "[red]FAIL[/]", "; ".join(notes))
     Console(width=max(120, Console().width)).print(table)
@@ -153,14 +157,22 @@ def check(paths: tuple[Path, ...], json_out: Path | None, concurrency: int | Non
         sys.exit(1)
 
 
+VERIFIER_TAIL_CHARS = 3000  # of a failing trial's verifier output, kept in the check JSON
+
+
 def check_entry(task, oracle, nop) -> dict:
     """One task's `tasks check` record from its oracle and nop TrialResults."""
     def agent_view(r) -> dict:
         return {"reward": r.reward, "rewards": r.rewards, "error": r.error, "passed": r.passed, "total": r.total}
 
-    return {"task_id": task.id, "layout": task.layout, "oracle": agent_view(oracle), "nop": agent_view(nop),
-            "ok": oracle.reward == 1.0 and nop.reward == 0.0,
-            "image": oracle.image, "timings": {"oracle": oracle.timings, "nop": nop.timings}}
+    ok = oracle.reward == 1.0 and nop.reward == 0.0
+    entry = {"task_id": task.id, "layout": task.layout, "oracle": agent_view(oracle), "nop": agent_view(nop),
+             "ok": ok, "image": oracle.image, "timings": {"oracle": oracle.timings, "nop": nop.timings}}
+    if not ok:  # diagnosable without a rerun: the end of what each failing verifier printed
+        for name, r, want in (("oracle", oracle, 1.0), ("nop", nop, 0.0)):
+            if r.reward != want:
+                entry[name]["verifier_tail"] = (r.verifier_output or "")[-VERIFIER_TAIL_CHARS:]
+    return entry
 
 
 def _reward(view: dict) -> str:

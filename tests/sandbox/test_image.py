@@ -43,3 +43,13 @@ def test_base_image_has_the_tools_tasks_expect(base_image, docker_client):
     assert b"MISSING" not in out and b"pytest" in out
     image = docker_client.images.get(base_image.tag)
     assert base_image.recipe.latest in image.tags
+
+
+def test_debian_mirror_falls_back_to_the_host_suite_for_another_suite(tmp_path):
+    from termagent.sandbox.image import debian_mirror
+
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\nComponents: main\n")
+    assert debian_mirror("trixie", str(tmp_path)) == "http://mirror.example/debian"  # same mirror, other suite
+    assert debian_mirror("bookworm", str(tmp_path)) == "http://mirror.example/debian"

@@ -49,7 +49,9 @@ def test_task_image_is_built_once_then_cached(sandbox, make_task):
     task = make_task("cached-build", dockerfile="FROM python:3.12-slim\nRUN echo built > /built.txt\n")
     first, second = sandbox.prepare(task), sandbox.prepare(task)
     assert second.cached and second.tag == first.tag and second.id == first.id
-    assert first.substituted_from == "python:3.12-slim" and first.substituted_to == sandbox.config.base_image
+    assert first.substituted_from == "python:3.12-slim" and first.substituted_to.startswith("termagent-flavour:py-")
+    (alias,) = first.to_dict()["substitutions"]
+    assert alias["kind"] == "python" and alias["python"]["requested"] == "3.12"  # recorded with the image
     with sandbox.trial(task, image=second) as trial:
         assert trial.exec("cat /built.txt", timeout=10).output == "built\n"
 
