@@ -15,17 +15,27 @@ from pathlib import Path
 from types import ModuleType
 
 from termagent.tasks.families import (
+    background_job,
+    bash_script,
+    chmod_mode,
     csv_column,
     file_move,
+    find_files,
+    git_commit,
     grep_count,
     json_query,
+    passwd_query,
+    python_function,
     sed_replace,
     sqlite_query,
+    tar_archive,
 )
 from termagent.tasks.families.base import Instance, pick_difficulty, write_task
 
+# Registry order is part of nothing but listings: ids, bytes and splits never depend on it.
 _MODULES: tuple[ModuleType, ...] = (
     file_move, grep_count, sed_replace, json_query, csv_column, sqlite_query,
+    git_commit, chmod_mode, tar_archive, bash_script, python_function, passwd_query, find_files, background_job,
 )
 FAMILIES: dict[str, ModuleType] = {m.NAME: m for m in _MODULES}
 
