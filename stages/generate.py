@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from termagent.params import ParamsError, load_params, section
-from termagent.tasks.families.generate import GenerateConfig, generate_all
+from termagent.tasks.families.instances import GenerateConfig, generate_all
 
 
 @click.command()

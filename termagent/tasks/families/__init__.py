@@ -4,7 +4,7 @@
     generate("grep-count", random.Random(...), 3, out_dir)   # -> out_dir/grep-count-0003/
 
 One module per family (NAME, CATEGORY, TAGS, build(rng, difficulty) -> Instance); FAMILIES is the
-registry, in a fixed order. The `generate` stage (stages/generate.py -> generate.generate_all)
+registry, in a fixed order. The `generate` stage (stages/generate.py -> instances.generate_all)
 writes data/generated/ from params `generate:`.
 """
 
