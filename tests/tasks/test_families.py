@@ -77,8 +77,8 @@ def test_ladder_and_plain_oracle_lines(family):
                 assert not re.match(r"^\s*(function\s|\w+\s*\(\)\s*\{)", line), line
             assert inst.instruction.count("\n") <= 3, "instructions stay short"
     assert max(lengths["easy"]) == 1, lengths
-    assert max(lengths["medium"]) <= 4 and max(lengths["medium"]) >= 1, lengths
-    assert min(lengths["hard"]) >= 2, lengths
+    assert 2 <= min(lengths["medium"]) and max(lengths["medium"]) <= 4, lengths
+    assert min(lengths["hard"]) >= 3, lengths
 
 
 def test_easy_arguments_come_from_the_instruction():

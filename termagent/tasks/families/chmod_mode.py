@@ -57,7 +57,7 @@ def build(rng, difficulty):
             files[p] = sentence(rng) + "\n"
             modes[f"/app/{p}"] = 0o644
         instruction = f"Set the mode of every `.{ext}` file in `/app/{d}` to `{mode:o}`. Leave the other files alone."
-        return Instance(instruction, files, [f"chmod {mode:o} /app/{d}/*.{ext}"], TESTS, {"MODES": modes})
+        return Instance(instruction, files, [f"chmod {mode:o} /app/{d}/*.{ext}", f"ls -l /app/{d}"], TESTS, {"MODES": modes})
     other_mode = rng.choice((0o600, 0o640, 0o644, 0o444))
     files, modes = {}, {}
     for i in range(rng.randint(4, 6)):

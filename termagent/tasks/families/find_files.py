@@ -42,7 +42,7 @@ def build(rng, difficulty):
         k = sorted(sizes.values())[len(sizes) // 2]
         instruction = (f"Write the paths of the files under `/app/{d}` that are larger than {k} bytes, sorted, one "
                        f"per line, to `/app/{out}`.")
-        solve = [f"find /app/{d} -type f -size +{k}c | sort > /app/{out}"]
+        solve = [f"find /app/{d} -type f -size +{k}c | sort > /app/{out}", f"cat /app/{out}"]
         return Instance(instruction, files, solve, TESTS_OUT,
                         {"OUT": f"/app/{out}", "EXPECTED": sorted(f"/app/{p}" for p, s in sizes.items() if s > k)})
     largest = max(sizes, key=sizes.get)

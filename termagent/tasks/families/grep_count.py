@@ -65,7 +65,7 @@ def build(rng, difficulty):
             return Instance(instruction, files, solve, TESTS_COUNT, {"OUT": f"/app/{out}", "EXPECTED": len(matching)})
         instruction = (f"Write the lines of `/app/{f}` that contain `{kw}`, sorted and without duplicates, "
                        f"to `/app/{out}`.")
-        solve = [f"grep {kw} /app/{f} | sort -u > /app/{out}"]
+        solve = [f"grep {kw} /app/{f} | sort -u > /app/{out}", f"cat /app/{out}"]
         return Instance(instruction, files, solve, TESTS_LINES,
                         {"OUT": f"/app/{out}", "EXPECTED": sorted(set(matching))})
     d = rng.choice(WORDS)

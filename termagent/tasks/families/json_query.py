@@ -44,7 +44,7 @@ def build(rng, difficulty):
         files = {f: json.dumps(rows, indent=1) + "\n"}
         instruction = (f"Write the `name` of every record in `/app/{f}` whose `city` is `{city}`, one per line, "
                        f"in file order, to `/app/{out}`.")
-        solve = [f"jq -r '.[] | select(.city == \"{city}\") | .name' /app/{f} > /app/{out}"]
+        solve = [f"jq -r '.[] | select(.city == \"{city}\") | .name' /app/{f} > /app/{out}", f"cat /app/{out}"]
         return Instance(instruction, files, solve, TESTS_LINES,
                         {"OUT": f"/app/{out}", "EXPECTED": [r["name"] for r in rows if r["city"] == city]})
     top = rng.choice(WORDS)

@@ -42,7 +42,7 @@ def build(rng, difficulty):
         n = rng.choice((500, 1000, 1200, 1500))
         instruction = (f"Write the names of the users in `/app/{path}` whose UID is at least {n}, one per line, in "
                        f"file order, to `/app/{out}`.")
-        solve = [f"awk -F: '$3 >= {n} {{print $1}}' /app/{path} > /app/{out}"]
+        solve = [f"awk -F: '$3 >= {n} {{print $1}}' /app/{path} > /app/{out}", f"cat /app/{out}"]
         consts["EXPECTED"] = [r[0] for r in rows if int(r[1]) >= n]
     else:
         instruction = (f"For each login shell used in `/app/{path}`, count the users that have it. Write one line "

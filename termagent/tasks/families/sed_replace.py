@@ -53,7 +53,7 @@ def build(rng, difficulty):
         for i in range(rng.randint(1, 2)):
             files[f"{d}/{name(rng)}{i}.{other}"] = text_with(rng, old, pool, 1)
         instruction = f"Replace every occurrence of `{old}` with `{new}` in every `.{ext}` file of `/app/{d}`."
-        solve = [f"sed -i 's/{old}/{new}/g' /app/{d}/*.{ext}"]
+        solve = [f"sed -i 's/{old}/{new}/g' /app/{d}/*.{ext}", f"grep -c {new} /app/{d}/*.{ext}"]
         untouched = [p for p in files if f"/app/{p}" not in expected]
         return Instance(instruction, files, solve, TESTS, {"EXPECTED": expected}, untouched)
     d, sub = words(rng, 2)
