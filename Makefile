@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-external image lint clean-containers
+.PHONY: profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers
 
 setup:
 	@bash scripts/setup.sh
@@ -39,6 +39,9 @@ bench-datasets: setup
 # Public TB1/TB2 tasks offline, checked twice: make bench-external TASKS="dir1 dir2"
 bench-external: setup
 	$(PY) scripts/bench_external_tasks.py $(TASKS) --out metrics/bench_external_tasks.json
+
+bench-generated: setup
+	$(PY) scripts/bench_generated.py --out metrics/bench_generated.json
 
 lint: setup
 	$(VENV)/bin/ruff check termagent stages tests scripts

@@ -1,10 +1,12 @@
-"""DVC stage `tasks`: validate every task under params `tasks.dirs`, split them into train / eval,
+"""DVC stage `tasks`: validate every task under params `tasks.dirs`, split them into train and the
+held-out groups eval / eval_id / eval_ood,
 and write the index data/tasks.json (id, hash, layout, split, path, metadata).
 
     python stages/tasks.py --out data/tasks.json       # what `dvc repro tasks` runs
     python stages/tasks.py --out /tmp/tasks.json --profile h100
 
-Reads params: tasks.dirs, tasks.eval_fraction, tasks.split_seed, tasks.stratify_by.
+Reads params: tasks.dirs, tasks.eval_fraction, tasks.split_seed, tasks.stratify_by, tasks.id_fraction,
+tasks.ood_families.
 `termagent tasks index PATHS` runs the same `index_tasks` with its flags instead of params.
 """
 

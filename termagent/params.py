@@ -42,6 +42,7 @@ class ParamsError(ValueError):
 # params.yaml section -> its config dataclass ("module:Class"), the one place a section is registered.
 SECTIONS: dict[str, str] = {
     "sandbox": "termagent.sandbox.settings:SandboxParams",
+    "generate": "termagent.tasks.families.instances:GenerateConfig",
     "tasks": "termagent.tasks.index:TasksConfig",
     "base_model": "termagent.models:BaseModelConfig",
     "serve": "termagent.serve:ServeConfig",

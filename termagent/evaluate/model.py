@@ -5,11 +5,12 @@
                              image_record=Path("data/image.json"), out_dir=Path("data/eval/base"),
                              metrics_path=Path("metrics/eval/base.json"))
 
-eval.backend local: every task of split `cfg.split` x `cfg.attempts` through the sandbox with the
+eval.backend local: the tasks of the split groups `cfg.split` (each capped by `cfg.max_per_split`, spread
+over families) x `cfg.attempts` through the sandbox with the
 TerminusAgent; the policy is models/base (+ models/<model> when that is an adapter), in-process
 (`policy: hf`) or behind `termagent serve` (`policy: serve`). harbor | tb1: serve the model and run the
 official harness (Python >= 3.12, internet). Writes metrics_path and out_dir (trajectories, index.json,
-index.html); returns the metrics.
+index.html); the metrics carry `by_split`, the same fields per split group. Returns the metrics.
 """
 
 from __future__ import annotations
@@ -49,9 +50,11 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
     from termagent.policy import make_policy
     from termagent.sandbox import Sandbox
     from termagent.serve import serving
-    from termagent.tasks.index import tasks_in_split
+    from termagent.evaluate.splits import metrics_by_split, select_held_out
+    from termagent.tasks.index import read_index, tasks_in_split
 
-    tasks = tasks_in_split(tasks_index, cfg.split)
+    split_of = {r["id"]: r["split"] for r in read_index(tasks_index)["tasks"]}
+    tasks = select_held_out(tasks_in_split(tasks_index, cfg.split), split_of, cfg.max_per_split)
     if cfg.max_tasks:
         tasks = sorted(tasks, key=lambda t: t.id)[: cfg.max_tasks]
     if not tasks:
@@ -75,8 +78,10 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
                                               concurrency=cfg.concurrency, model=model)
         context_limit = getattr(policy, "context_limit", None)  # the policy's own, when params set none
     protocol = local_protocol(agent_cfg, tasks, agent=f"termagent {agent.name}", context_limit=context_limit)
+    by_split = metrics_by_split(trajectories, split_of, protocol=protocol, wall_s=wall_s, model=model)
     return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics_path, model=model,
-                              protocol=protocol, wall_s=wall_s, extra_metrics={"backend": "local", "split": cfg.split})
+                              protocol=protocol, wall_s=wall_s,
+                              extra_metrics={"backend": "local", "split": cfg.split, "by_split": by_split})
 
 
 def _evaluate_official(model, cfg: EvalConfig, serve_cfg, out_dir: Path, metrics_path: Path) -> dict[str, Any]:
