@@ -4,7 +4,7 @@
 
 Reads params: dpo (termagent.train.dpo.DPOParams; the data file is dpo.dataset). Empty input fails unless
 dpo.skip_if_empty. Writes models/dpo/ (adapter + tokenizer), metrics/dpo/train.json (pairs read / used /
-dropped for length), metrics/dpo/dvclive/, reports/dpo_curves.png.
+dropped for length), metrics/dpo/dvclive/, metrics/dpo/curves.png.
 """
 
 from __future__ import annotations
@@ -24,15 +24,16 @@ from termagent.train.dpo import DPOParams, train_dpo
 @click.option("--sft", "sft_dir", default="models/sft", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default="models/dpo", show_default=True, type=click.Path(path_type=Path))
 @click.option("--metrics-dir", default="metrics/dpo", show_default=True, type=click.Path(path_type=Path))
-@click.option("--reports", "reports_dir", default="reports", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, base_dir: Path, sft_dir: Path, out: Path, metrics_dir: Path, reports_dir: Path) -> None:
+@click.option("--curves", "curves_png", default=None, type=click.Path(path_type=Path),
+              help="Training curves PNG (default: <metrics-dir>/curves.png).")
+def main(params_file: Path, base_dir: Path, sft_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = section(load_params(params_file), "dpo", DPOParams, file=str(params_file))
     except ParamsError as e:
         raise click.ClickException(str(e)) from e
     try:
-        m = train_dpo(base_dir, sft_dir, out, cfg, metrics_dir=metrics_dir, reports_dir=reports_dir)
+        m = train_dpo(base_dir, sft_dir, out, cfg, metrics_dir=metrics_dir, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if m["skipped"]:

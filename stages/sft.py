@@ -6,7 +6,7 @@
 Reads params: the section named by --stage (sft: termagent.train.sft.SFTParams; warmup: WarmupParams =
 the same + `enabled`). A disabled warmup writes models/warmup/start.json saying "start from base".
 Writes the adapter + tokenizer (models/<stage>/), metrics/<stage>/train.json, metrics/<stage>/dvclive/,
-reports/<stage>_curves.png.
+<metrics-dir>/curves.png.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from termagent.train.warmup import WarmupParams, write_start
 @click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path))
 @click.option("--metrics-dir", required=True, type=click.Path(path_type=Path))
-@click.option("--reports", "reports_dir", default="reports", show_default=True, type=click.Path(path_type=Path))
-def main(stage: str, params_file: Path, base_dir: Path, out: Path, metrics_dir: Path, reports_dir: Path) -> None:
+@click.option("--curves", "curves_png", default=None, type=click.Path(path_type=Path),
+              help="Training curves PNG (default: <metrics-dir>/curves.png).")
+def main(stage: str, params_file: Path, base_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
         cfg = section(load_params(params_file), stage, WarmupParams if stage == "warmup" else SFTParams,
@@ -40,7 +41,7 @@ def main(stage: str, params_file: Path, base_dir: Path, out: Path, metrics_dir: 
         click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
         return
     try:
-        m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, reports_dir=reports_dir)
+        m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if stage == "warmup":

@@ -26,8 +26,8 @@ log = logging.getLogger(__name__)
 # -- LoRA ---------------------------------------------------------------------------------------------------
 @dataclass
 class LoraParams:
-    r: int = 16  # adapter rank; DESIGN §4 uses 16 on the 8B model
-    alpha: int = 32  # scaling = alpha / r (2x, the common choice)
+    r: int = 64  # adapter rank (DESIGN §4: r=64 on the 8B model)
+    alpha: int = 64  # scaling = alpha / r (DESIGN §4: alpha=64)
     dropout: float = 0.0  # 0: sampling and the loss see the same network (RESEARCH rec. 6)
     target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
                                                                "gate_proj", "up_proj", "down_proj"])  # all linear layers of a Qwen3 block

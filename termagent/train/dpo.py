@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -113,7 +115,7 @@ def load_preferences(path: str | Path, tokenizer, max_length: int) -> tuple[list
 
 
 def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path, params: DPOParams, *,
-              metrics_dir: str | Path, stage: str = "dpo", reports_dir: str | Path | None = "reports") -> dict[str, Any]:
+              metrics_dir: str | Path, stage: str = "dpo", curves_png: str | Path | None = None) -> dict[str, Any]:
     """DPO on `params.dataset` starting from (and referenced to) the SFT adapter; saves the new adapter."""
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
@@ -137,8 +139,9 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
         write_stage_metrics(metrics_dir / "train.json", stage, timer, **metrics)
         return metrics
     before = adapter_state(model)
+    scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
     config = DPOConfig(**training_kwargs(
-        output_dir=metrics_dir / "trainer", seed=params.seed, logging_steps=params.logging_steps,
+        output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
         num_train_epochs=params.num_train_epochs, max_steps=params.max_steps, learning_rate=params.learning_rate,
         lr_scheduler_type=params.lr_scheduler_type, warmup_steps=params.warmup_ratio,
         per_device_train_batch_size=params.per_device_train_batch_size,
@@ -148,7 +151,10 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
     trainer = DPOTrainer(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
                          processing_class=tokenizer, callbacks=[dvclive_callback(metrics_dir)])
     with timer.phase("train"):
-        result = trainer.train()
+        try:
+            result = trainer.train()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     after = adapter_state(trainer.model)
     changed = sum(not after[k].equal(before[k]) for k in before)
     with timer.phase("save"):
@@ -163,6 +169,5 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
                "last_reward_accuracy": logs[-1].get("rewards/accuracies") if logs else None,
                "adapter_tensors_changed": changed, "adapter_tensors": len(before)}
     write_stage_metrics(metrics_dir / "train.json", stage, timer, **metrics)
-    if reports_dir is not None:
-        plot_curves(metrics_dir, Path(reports_dir) / f"{stage}_curves.png", f"{stage}: training curves")
+    plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", f"{stage}: training curves")
     return metrics

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,7 +161,7 @@ def assistant_token_fraction(tokenizer, conversations: list[list[dict]], max_len
 
 # -- training -----------------------------------------------------------------------------------------------
 def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, metrics_dir: str | Path,
-              stage: str = "sft", reports_dir: str | Path | None = "reports", init_adapter: str | Path | None = None,
+              stage: str = "sft", curves_png: str | Path | None = None, init_adapter: str | Path | None = None,
               conversations: list[list[dict]] | None = None) -> dict[str, Any]:
     """Train a LoRA adapter on `params.datasets` (or the given conversations); save it to `out_dir`;
     write `<metrics_dir>/train.json` and the dvclive curves; return the metrics."""
@@ -186,8 +188,9 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         data_stats = assistant_token_fraction(tokenizer, conversations, params.max_length)
         before = adapter_state(model)
     dataset = Dataset.from_list([{"messages": c} for c in conversations])
+    scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
     config = SFTConfig(**training_kwargs(
-        output_dir=metrics_dir / "trainer", seed=params.seed, logging_steps=params.logging_steps,
+        output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
         num_train_epochs=params.num_train_epochs, max_steps=params.max_steps,
         learning_rate=params.learning_rate, lr_scheduler_type=params.lr_scheduler_type,
         warmup_steps=params.warmup_ratio, per_device_train_batch_size=params.per_device_train_batch_size,
@@ -198,7 +201,10 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[dvclive_callback(metrics_dir)])
     with timer.phase("train"):
-        result = trainer.train()
+        try:
+            result = trainer.train()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     after = adapter_state(trainer.model)
     changed = sum(not after[k].equal(before[k]) for k in before)
     with timer.phase("save"):
@@ -218,6 +224,5 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         "adapter_tensors_changed": changed, "adapter_tensors": len(before),
     }
     write_stage_metrics(metrics_dir / "train.json", stage, timer, **metrics)
-    if reports_dir is not None:
-        plot_curves(metrics_dir, Path(reports_dir) / f"{stage}_curves.png", f"{stage}: training curves")
+    plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", f"{stage}: training curves")
     return metrics

@@ -42,7 +42,7 @@ def demos_file(tmp_path_factory):
 def sft_run(tiny_model_dir, demos_file, tmp_path_factory):
     root = tmp_path_factory.mktemp("sft")
     metrics = train_sft(tiny_model_dir, root / "adapter", small_sft(demos_file), metrics_dir=root / "metrics",
-                        reports_dir=root / "reports")
+                        curves_png=root / "curves.png")
     return root, metrics
 
 
@@ -57,7 +57,7 @@ def test_sft_changes_every_adapter_tensor_and_logs_curves(sft_run, tiny_model_di
     series = read_dvclive_series(root / "metrics")
     assert [step for step, _ in series["loss"]] == [1, 2, 3]  # dvclive step = the trainer's global_step
     assert "learning_rate" in series and "grad_norm" in series
-    assert (root / "reports" / "sft_curves.png").stat().st_size > 1000
+    assert (root / "curves.png").stat().st_size > 1000
     assert json.loads((root / "metrics" / "train.json").read_text())["tokens_per_s"] > 0
 
 
@@ -151,8 +151,7 @@ def test_dpo_trains_from_the_sft_adapter(sft_run, tiny_model_dir, tmp_path):
     root, _ = sft_run
     params = DPOParams(dataset=str(dpo_file(tmp_path / "d.jsonl")), max_length=512, max_steps=2,
                        gradient_accumulation_steps=1, learning_rate=1e-2, warmup_ratio=0.0)
-    metrics = train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m",
-                        reports_dir=None)
+    metrics = train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
     assert metrics["pairs"]["used"] == 4 and metrics["global_steps"] == 2
     assert metrics["adapter_tensors_changed"] == metrics["adapter_tensors"] > 0
     saved = json.loads((tmp_path / "dpo" / "adapter_config.json").read_text())
