@@ -23,16 +23,16 @@ from pathlib import Path
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 # Qwen3-0.6B's shape (vocab 151936, tied embeddings) = ~0.6 B parameters.
-FULL = dict(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
-            num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960)
-TOY = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-           num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096)
+FULL = {"vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+            "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960}
+TOY = {"vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 4096}
 # DESIGN.md §4: SFT batch 1 x accumulation 16, max length 8192; GRPO batch 4 x accumulation 4, 8 generations,
 # max completion 2048; LoRA r=64, alpha=64 on q/k/v/o/gate/up/down_proj.
-FULL_SHAPES = dict(sft_len=8192, sft_accum=16, sft_steps=3, loss_steps=6, grpo_prompt=1024, grpo_completion=2048,
-                   grpo_batch=4, grpo_accum=4, generations=8)
-TOY_SHAPES = dict(sft_len=64, sft_accum=2, sft_steps=2, loss_steps=6, grpo_prompt=16, grpo_completion=8,
-                  grpo_batch=2, grpo_accum=2, generations=2)
+FULL_SHAPES = {"sft_len": 8192, "sft_accum": 16, "sft_steps": 3, "loss_steps": 6, "grpo_prompt": 1024, "grpo_completion": 2048,
+                   "grpo_batch": 4, "grpo_accum": 4, "generations": 8}
+TOY_SHAPES = {"sft_len": 64, "sft_accum": 2, "sft_steps": 2, "loss_steps": 6, "grpo_prompt": 16, "grpo_completion": 8,
+                  "grpo_batch": 2, "grpo_accum": 2, "generations": 2}
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 
 

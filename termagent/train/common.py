@@ -77,20 +77,20 @@ def training_kwargs(*, output_dir: str | Path, seed: int, logging_steps: int = 1
     `report_to` integrations (our dvclive callback is passed explicitly), no checkpoints unless asked.
     `extra` overrides anything here."""
     cuda = has_cuda()
-    kwargs: dict[str, Any] = dict(
-        output_dir=str(output_dir),
-        seed=seed,
-        data_seed=seed,
-        bf16=bf16_supported(),
-        fp16=False,
-        use_cpu=not cuda,
-        gradient_checkpointing=gradient_checkpointing and cuda,
-        logging_steps=logging_steps,
-        report_to="none",
-        save_strategy="no",
-        disable_tqdm=False,  # progress bars
-        dataloader_num_workers=0,
-    )
+    kwargs: dict[str, Any] = {
+        "output_dir": str(output_dir),
+        "seed": seed,
+        "data_seed": seed,
+        "bf16": bf16_supported(),
+        "fp16": False,
+        "use_cpu": not cuda,
+        "gradient_checkpointing": gradient_checkpointing and cuda,
+        "logging_steps": logging_steps,
+        "report_to": "none",
+        "save_strategy": "no",
+        "disable_tqdm": False,  # progress bars
+        "dataloader_num_workers": 0,
+    }
     kwargs.update(extra)
     return kwargs
 

@@ -69,7 +69,7 @@ class ScriptError(ValueError):
 
 def _complete(text: str) -> bool:
     """True when `text` is a syntactically complete bash program (so no open quote/heredoc/loop)."""
-    result = subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True)
+    result = subprocess.run(["bash", "-n"], check=False, input=text, text=True, capture_output=True)
     # An unterminated heredoc is only a warning for bash -n ("here-document ... delimited by end-of-file").
     return result.returncode == 0 and "here-document" not in result.stderr
 

@@ -140,7 +140,7 @@ def check_chat_template(tokenizer) -> None:
         from trl.chat_template_utils import get_training_chat_template
 
         get_training_chat_template(tokenizer)
-    except Exception as error:  # noqa: BLE001
+    except Exception as error:
         raise ValueError(
             "the model's chat template has no {% generation %} markers and TRL cannot patch it "
             f"({error}); set sft.chat_template_path to a patched .jinja shipped in the repo") from error

@@ -25,8 +25,8 @@ SMALL_LORA = LoraParams(r=4, alpha=8)
 
 
 def small_sft(path, **kw) -> SFTParams:
-    defaults = dict(datasets=[str(path)], max_length=512, max_steps=3, gradient_accumulation_steps=1,
-                    learning_rate=5e-3, warmup_ratio=0.0, lora=SMALL_LORA)
+    defaults = {'datasets': [str(path)], 'max_length': 512, 'max_steps': 3, 'gradient_accumulation_steps': 1,
+                    'learning_rate': 5e-3, 'warmup_ratio': 0.0, 'lora': SMALL_LORA}
     defaults.update(kw)
     return SFTParams(**defaults)
 
