@@ -10,7 +10,11 @@ dropped for length), metrics/dpo/dvclive/, metrics/dpo/curves.png.
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
+
+# stages/ is sys.path[0] and holds datasets.py: keep it from shadowing Hugging Face `datasets` (TRL imports it).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import click
 

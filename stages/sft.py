@@ -12,7 +12,11 @@ Writes the adapter + tokenizer (models/<stage>/), metrics/<stage>/train.json, me
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
+
+# stages/ is sys.path[0] and holds datasets.py: keep it from shadowing Hugging Face `datasets` (TRL imports it).
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import click
 
