@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets image lint clean-containers
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated image lint clean-containers
 
 setup:
 	@bash scripts/setup.sh
@@ -40,6 +40,9 @@ bench-datasets: setup
 # download); refuses without CUDA. Needs torch, transformers, peft only.
 gpu-check:
 	$(PY) scripts/gpu_check.py --out metrics/bench_gpu.json
+
+bench-generated: setup
+	$(PY) scripts/bench_generated.py --out metrics/bench_generated.json
 
 lint: setup
 	$(VENV)/bin/ruff check termagent stages tests scripts

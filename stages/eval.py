@@ -3,12 +3,14 @@
     python stages/eval.py --model base          # what `dvc repro base_eval` runs
     python stages/eval.py --model sft --params profiles/h100.yaml
 
-eval.backend local: every task of split eval.split × eval.attempts through the sandbox with the
+eval.backend local: the tasks of the split groups eval.split (each capped by eval.max_per_split, spread
+over families) × eval.attempts through the sandbox with the
 TerminusAgent (agent: section = the protocol); the policy is models/base (+ models/<model> when that
 is an adapter), in-process (eval.policy hf) or behind `termagent serve` (eval.policy serve).
 eval.backend harbor | tb1: serve the model and run the official harness (Python >= 3.12, internet).
 Reads params: eval (all keys), agent (all keys), serve (policy serve / harbor / tb1), sandbox runner keys.
-Writes metrics/eval/<model>.json and data/eval/<model>/ (trajectories, index.json, index.html).
+Writes metrics/eval/<model>.json (with `by_split`: the same metrics per split group) and
+data/eval/<model>/ (trajectories, index.json, index.html).
 """
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ def eval_local(model: str, cfg: EvalConfig, params: dict, params_file: Path, out
     from termagent.sandbox.runner import Sandbox
     from termagent.sandbox.settings import SandboxParams
     from termagent.serve import ServeConfig, serving
-    from termagent.tasks.index import tasks_in_split
+    from termagent.evaluate.splits import metrics_by_split, select_held_out
+    from termagent.tasks.index import read_index, tasks_in_split
 
     agent_cfg = section(params, "agent", AgentConfig, file=str(params_file))
-    tasks = tasks_in_split("data/tasks.json", cfg.split)
+    split_of = {r["id"]: r["split"] for r in read_index("data/tasks.json")["tasks"]}
+    tasks = select_held_out(tasks_in_split("data/tasks.json", cfg.split), split_of, cfg.max_per_split)
     if cfg.max_tasks:
         tasks = sorted(tasks, key=lambda t: t.id)[: cfg.max_tasks]
     if not tasks:
@@ -67,8 +71,10 @@ def eval_local(model: str, cfg: EvalConfig, params: dict, params_file: Path, out
                                               concurrency=cfg.concurrency, model=model)
         context_limit = getattr(policy, "context_limit", None)  # the policy's own, when params set none
     protocol = local_protocol(agent_cfg, tasks, agent=f"termagent {agent.name}", context_limit=context_limit)
-    return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics, model=model,
-                              protocol=protocol, wall_s=wall_s, extra_metrics={"backend": "local", "split": cfg.split})
+    by_split = metrics_by_split(trajectories, split_of, protocol=protocol, wall_s=wall_s, model=model)
+    return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics, model=model, protocol=protocol,
+                              wall_s=wall_s, extra_metrics={"backend": "local", "split": cfg.split,
+                                                            "by_split": by_split})
 
 
 def eval_official(model: str, cfg: EvalConfig, params: dict, params_file: Path, out_dir: Path, metrics: Path) -> dict:

@@ -1,10 +1,12 @@
-"""DVC stage `tasks`: validate every task under params `tasks.dirs`, split them into train / eval,
+"""DVC stage `tasks`: validate every task under params `tasks.dirs`, split them into train and the
+held-out groups eval / eval_id / eval_ood,
 and write the index data/tasks.json (id, hash, layout, split, path, metadata).
 
     python stages/tasks.py                 # what `dvc repro tasks` runs
     python stages/tasks.py --out /tmp/tasks.json --params profiles/h100.yaml
 
-Reads params: tasks.dirs, tasks.eval_fraction, tasks.split_seed, tasks.stratify_by.
+Reads params: tasks.dirs, tasks.eval_fraction, tasks.split_seed, tasks.stratify_by, tasks.id_fraction,
+tasks.ood_families.
 """
 
 from __future__ import annotations
@@ -33,16 +35,17 @@ def main(params_file: Path, out: Path) -> None:
         raise click.ClickException(str(e)) from e
 
     # Paths in the index are relative to the repository root (this stage runs there).
-    index = build_index(tasks, cfg.eval_fraction, cfg.split_seed, cfg.stratify_by, root=Path.cwd())
+    index = build_index(tasks, cfg.eval_fraction, cfg.split_seed, cfg.stratify_by, root=Path.cwd(),
+                        id_fraction=cfg.id_fraction, ood_families=cfg.ood_families)
     write_index(index, out)
+    groups = ("train", "eval", "eval_id", "eval_ood")
     by_difficulty: dict[str, dict[str, int]] = {}
     for record in index["tasks"]:
-        counts = by_difficulty.setdefault(str(record["difficulty"]), {"train": 0, "eval": 0})
+        counts = by_difficulty.setdefault(str(record["difficulty"]), dict.fromkeys(groups, 0))
         counts[record["split"]] += 1
-    click.echo(f"{out}: {len(tasks)} tasks, train {index['counts'].get('train', 0)}, "
-               f"eval {index['counts'].get('eval', 0)}")
+    click.echo(f"{out}: {len(tasks)} tasks, " + ", ".join(f"{g} {index['counts'].get(g, 0)}" for g in groups))
     for difficulty, counts in sorted(by_difficulty.items()):
-        click.echo(f"  {difficulty:>8}: train {counts['train']:>3}  eval {counts['eval']:>3}")
+        click.echo(f"  {difficulty:>8}: " + "  ".join(f"{g} {counts[g]:>3}" for g in groups))
 
 
 if __name__ == "__main__":

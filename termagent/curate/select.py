@@ -156,6 +156,6 @@ def read_eval_ids(index_path: str | Path) -> set[str]:
     for i, r in enumerate(records):
         if not isinstance(r, dict) or "id" not in r or "split" not in r:
             raise ValueError(f"{path}: tasks[{i}] needs 'id' and 'split'")
-        if r["split"] == "eval":
+        if r["split"] != "train":  # every held-out group: eval, eval_id, eval_ood
             out.add(r["id"])
     return out

@@ -29,7 +29,10 @@ class TB1Section:
 @dataclass(frozen=True)
 class EvalConfig:
     backend: Literal["local", "harbor", "tb1"] = "local"
-    split: str = "eval"
+    # the task index's held-out groups evaluated (never trained on); each is reported on its own (by_split)
+    split: list[str] | str = field(default_factory=lambda: ["eval", "eval_id", "eval_ood"])  # a str: one group
+    # at most this many tasks per group (0 / absent: all), spread over families: keeps each eval to minutes
+    max_per_split: dict[str, int] = field(default_factory=lambda: {"eval": 0, "eval_id": 6, "eval_ood": 4})
     attempts: int = 2
     concurrency: int = 2
     max_tasks: int = 0  # 0: every task of the split
@@ -38,6 +41,12 @@ class EvalConfig:
     tb1: TB1Section = field(default_factory=TB1Section)
 
     def __post_init__(self) -> None:
+        if isinstance(self.split, str):  # a single group, as params files before the split groups wrote it
+            object.__setattr__(self, "split", [self.split])
+        if not self.split:
+            raise ValueError("eval.split must name at least one split group")
+        if any(v < 0 for v in self.max_per_split.values()):
+            raise ValueError(f"eval.max_per_split values must be >= 0, got {self.max_per_split}")
         if self.attempts < 1:
             raise ValueError(f"eval.attempts must be >= 1, got {self.attempts}")
         if self.concurrency < 1:

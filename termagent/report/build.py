@@ -68,6 +68,7 @@ def build_summary(
     }
     overlap = overlap_table(per_task)
     everyone = sorted(metrics)
+    by_split = split_comparisons(metrics, base=base, n_resamples=n_resamples, confidence=confidence, seed=seed)
     return {
         "base": base,
         "models": models,
@@ -77,7 +78,27 @@ def build_summary(
         "solved_by_none": next((len(g["tasks"]) for g in overlap if not g["models"]), 0),
         "n_common_tasks": sum(len(g["tasks"]) for g in overlap),
         "bootstrap": {"n_resamples": n_resamples, "confidence": confidence, "seed": seed},
+        "by_split": by_split,
     }
+
+
+def split_comparisons(metrics: dict[str, dict], *, base: str, n_resamples: int, confidence: float,
+                      seed: int) -> dict[str, dict]:
+    """Per held-out split group (the `by_split` of each eval metrics file): every model's accuracy on it and
+    its paired bootstrap comparison with the base on the group's tasks. Groups the base lacks are skipped
+    (nothing to compare against); a model without a group is left out of that group."""
+    out: dict[str, dict] = {}
+    for group, base_metrics in sorted((metrics[base].get("by_split") or {}).items()):
+        models = {m: x["by_split"][group] for m, x in sorted(metrics.items()) if group in (x.get("by_split") or {})}
+        out[group] = {
+            "models": {m: {"accuracy": g["accuracy"], "accuracy_stderr": g["accuracy_stderr"],
+                           "n_tasks": g["n_tasks"], "n_solved": len(solved_tasks(g["per_task"]))}
+                       for m, g in models.items()},
+            "comparisons": {m: asdict(paired_bootstrap(g["per_task"], base_metrics["per_task"], model=m, base=base,
+                                                       n_resamples=n_resamples, confidence=confidence, seed=seed))
+                            for m, g in models.items() if m != base},
+        }
+    return out
 
 
 def overlap_markdown(summary: dict, metrics: dict[str, dict]) -> str:
@@ -126,6 +147,19 @@ def comparison_markdown(summary: dict) -> str:
         )
     if not summary["comparisons"]:
         lines.append("| (only the base model has been evaluated) | | | | | | | | |")
+    for group, g in (summary.get("by_split") or {}).items():
+        lines += ["", f"## Split group `{group}`", "",
+                  "| model | tasks | accuracy | base | diff | CI low | CI high | P(diff ≤ 0) | verdict |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for m, c in g["comparisons"].items():
+            verdict = "better" if c["ci_low"] > 0 else "worse" if c["ci_high"] < 0 else "no detectable difference"
+            lines.append(
+                f"| {m} | {c['n_tasks']} | {c['accuracy']:.3f} | {c['base_accuracy']:.3f} | {c['diff']:+.3f} "
+                f"| {c['ci_low']:+.3f} | {c['ci_high']:+.3f} | {c['p_not_better']:.3f} | {verdict} |")
+        if not g["comparisons"]:
+            base_g = g["models"].get(summary["base"], {})
+            lines.append(f"| (base only: accuracy {base_g.get('accuracy', 0):.3f} on {base_g.get('n_tasks', 0)} tasks) "
+                         "| | | | | | | | |")
     return "\n".join(lines) + "\n"
 
 
@@ -184,4 +218,10 @@ def metrics_view(summary: dict) -> dict:
         "solved_by_none": summary["solved_by_none"],
         "n_common_tasks": summary["n_common_tasks"],
         "bootstrap": summary["bootstrap"],
+        "by_split": {
+            group: {"models": g["models"],
+                    "comparisons": {m: {k: v for k, v in c.items() if k not in ("model", "base")}
+                                    for m, c in g["comparisons"].items()}}
+            for group, g in (summary.get("by_split") or {}).items()
+        },
     }

@@ -33,7 +33,7 @@ from typing import Protocol, Self
 
 import docker
 
-from termagent.sandbox import reaper
+from termagent.sandbox import placement, reaper
 from termagent.sandbox.errors import AgentTimeoutError, OutOfMemoryError, SandboxError
 from termagent.sandbox.task_image import ImageResolver, TaskImage
 from termagent.sandbox.trial import BoundedOutput, Trial
@@ -62,6 +62,9 @@ class SandboxConfig:
     # run_trials removes finished containers on background threads (run_trials still waits for every
     # removal before it returns); Sandbox.trial() alone removes synchronously unless asked to.
     background_remove: bool = True
+    # Simple Dockerfiles (FROM + COPY/ADD + WORKDIR/ENV/USER): start the FROM image and place the files
+    # at creation instead of building an image per task (termagent/sandbox/placement.py).
+    place_files: bool = True
 
 
 class Agent(Protocol):
@@ -127,7 +130,8 @@ class Sandbox:
             reaper.reap(self.client)
 
     def prepare(self, task: Task) -> TaskImage:
-        return self.images.prepare(task)
+        placed = placement.prepare(task, self.images) if self.config.place_files else None
+        return placed or self.images.prepare(task)
 
     @contextlib.contextmanager
     def trial(self, task: Task, *, attempt: int = 0, agent_name: str = "agent",
@@ -161,16 +165,17 @@ class Sandbox:
 
     def _start_container(self, task: Task, image: TaskImage, attempt: int, agent_name: str):
         env = task.environment
-        container = self.client.containers.create(
-            image.tag, command=["sleep", "infinity"], detach=True, init=True,
+        container = self.client.containers.create(image.tag, **placement.create_overrides(image, dict(
+            command=["sleep", "infinity"], detach=True, init=True,
             labels={reaper.LABEL: "1", reaper.OWNER_LABEL: self.owner, "termagent.task": task.id,
                     "termagent.agent": agent_name, "termagent.attempt": str(attempt)},
             nano_cpus=int(env.cpus * 1e9), mem_limit=f"{env.memory_mb}m", memswap_limit=f"{env.memory_mb}m",
             pids_limit=self.config.pids_limit, network_mode="bridge" if env.network else "none",
             environment=dict(env.env), working_dir=env.workdir or None,
             hostname="sandbox", stop_signal="SIGKILL",
-        )
+        )))
         try:
+            placement.place(container, image)
             container.start()
         except BaseException:
             self._remove(container)  # created but not started: not left behind for the reaper

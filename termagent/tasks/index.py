@@ -1,10 +1,12 @@
 """The task index, data/tasks.json: one record per task with its split, read by every stage that
-picks tasks (demos and RL use split "train", evaluation uses "eval").
+picks tasks (demos and RL use split "train"; evaluation the held-out groups "eval", "eval_id",
+"eval_ood" — see termagent.tasks.split).
 
 File shape (sorted keys, tasks sorted by id, no timestamps: the same tasks give the same bytes):
     {"version": 1, "eval_fraction": 0.25, "split_seed": 0, "stratify_by": "difficulty",
-     "counts": {"eval": 10, "train": 30},
-     "tasks": [{"id", "hash", "layout", "split", "path", "difficulty", "category", "tags",
+     "id_fraction": 0.2, "ood_families": [...],
+     "counts": {"eval": 10, "eval_id": 60, "eval_ood": 48, "train": 250},
+     "tasks": [{"id", "family", "hash", "layout", "split", "path", "difficulty", "category", "tags",
                 "agent_timeout_sec", "verifier_timeout_sec", "network"}, ...]}
 """
 
@@ -19,7 +21,7 @@ from typing import Any, Literal
 from termagent import atomic
 from termagent.tasks.load import load_task
 from termagent.tasks.model import Task, TaskError
-from termagent.tasks.split import Split, assign_splits
+from termagent.tasks.split import Split, assign_split_groups
 
 INDEX_VERSION = 1
 
@@ -28,14 +30,20 @@ INDEX_VERSION = 1
 class TasksConfig:
     """params.yaml `tasks:` section."""
 
-    dirs: list[str] = field(default_factory=lambda: ["data/tasks"])  # task dirs or dirs of task dirs
-    eval_fraction: float = 0.25  # share of tasks held out for evaluation
+    # task dirs or dirs of task dirs: the bundled suite and the generated family instances
+    dirs: list[str] = field(default_factory=lambda: ["data/tasks", "data/generated"])
+    eval_fraction: float = 0.25  # share of hand-written tasks held out for evaluation (split "eval")
     split_seed: int = 0
     stratify_by: Literal["difficulty", "category"] | None = "difficulty"
+    id_fraction: float = 0.2  # share of a training family's instances held out (split "eval_id")
+    # whole families held out (split "eval_ood"): one skill both have nothing of in training
+    ood_families: list[str] = field(default_factory=lambda: ["sqlite-query", "tar-archive"])
 
     def __post_init__(self) -> None:
         if not 0 < self.eval_fraction < 1:
             raise ValueError(f"eval_fraction must be > 0 and < 1, got {self.eval_fraction}")
+        if not 0 < self.id_fraction < 1:
+            raise ValueError(f"id_fraction must be > 0 and < 1, got {self.id_fraction}")
 
 
 def _display_path(path: Path, root: Path | None) -> str:
@@ -51,6 +59,7 @@ def _display_path(path: Path, root: Path | None) -> str:
 def task_record(task: Task, split: Split, root: Path | None = None) -> dict[str, Any]:
     return {
         "id": task.id,
+        "family": task.metadata.get("family"),
         "hash": task.content_hash,
         "layout": task.layout,
         "split": split,
@@ -65,14 +74,17 @@ def task_record(task: Task, split: Split, root: Path | None = None) -> dict[str,
 
 
 def build_index(tasks: list[Task], eval_fraction: float, split_seed: int, stratify_by: str | None = None,
-                root: Path | None = None) -> dict[str, Any]:
-    splits = assign_splits(tasks, eval_fraction, split_seed, stratify_by)
+                root: Path | None = None, id_fraction: float = 0.2, ood_families: list[str] | None = None
+                ) -> dict[str, Any]:
+    splits = assign_split_groups(tasks, eval_fraction, split_seed, stratify_by, id_fraction, ood_families or ())
     records = [task_record(t, splits[t.id], root) for t in sorted(tasks, key=lambda t: t.id)]
     return {
         "version": INDEX_VERSION,
         "eval_fraction": eval_fraction,
         "split_seed": split_seed,
         "stratify_by": stratify_by,
+        "id_fraction": id_fraction,
+        "ood_families": sorted(ood_families or []),
         "counts": dict(sorted(Counter(r["split"] for r in records).items())),
         "tasks": records,
     }
@@ -94,15 +106,16 @@ def read_index(path: str | Path) -> dict[str, Any]:
     return index
 
 
-def tasks_in_split(index_path: str | Path, split: Split | None, root: Path | None = None,
-                   verify_hash: bool = True) -> list[Task]:
-    """Load the tasks of one split ("train" / "eval", None: all) listed in an index. Relative paths
+def tasks_in_split(index_path: str | Path, split: Split | list[str] | tuple[str, ...] | None,
+                   root: Path | None = None, verify_hash: bool = True) -> list[Task]:
+    """Load the tasks of one split ("train" / "eval" / "eval_id" / "eval_ood"; a list: any of them;
+    None: all) listed in an index. Relative paths
     are taken from `root` (default: the current directory). With verify_hash, a task whose files
     changed since the index was built is an error: rerun the `tasks` stage."""
     root = Path(root) if root is not None else Path.cwd()
     tasks = []
     for record in read_index(index_path)["tasks"]:
-        if split is not None and record["split"] != split:
+        if split is not None and record["split"] not in ((split,) if isinstance(split, str) else tuple(split)):
             continue
         task = load_task(root / record["path"])
         if verify_hash and task.content_hash != record["hash"]:

@@ -1,4 +1,13 @@
-"""Deterministic train/eval split.
+"""Deterministic split of the task index into train and the held-out groups.
+
+Groups: `train`; `eval` (hand-written held-out tasks); `eval_id` (held-out instances of training
+families: in-distribution); `eval_ood` (every instance of a family never trained on: out-of-distribution).
+A task with a `family` in its metadata is a generated instance (termagent.tasks.families): it is
+`eval_ood` when its family is listed in `ood_families`, else `eval_id` when its hash point u < id_fraction,
+else `train`. Every other task is split train/eval as below. Adding families or instances never moves
+another task (its group depends on its own id, its family and the params only).
+
+Train/eval split of the hand-written tasks:
 
 Each task id is hashed with the seed to a point u in [0, 1); the task is held out for evaluation
 when u < eval_fraction. A task's side therefore depends only on its own id and the seed: adding or
@@ -20,7 +29,8 @@ from typing import Literal
 
 from termagent.tasks.model import Task
 
-Split = Literal["train", "eval"]
+Split = Literal["train", "eval", "eval_id", "eval_ood"]
+HELD_OUT: tuple[str, ...] = ("eval", "eval_id", "eval_ood")
 STRATA = ("difficulty", "category")
 
 
@@ -30,11 +40,11 @@ def unit_hash(seed: int, task_id: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def _ensure_both(ids: list[str], u: dict[str, float], split: dict[str, Split]) -> None:
+def _ensure_both(ids: list[str], u: dict[str, float], split: dict[str, Split], held: str = "eval") -> None:
     if len(ids) < 2:
         return
-    if not any(split[i] == "eval" for i in ids):
-        split[min(ids, key=lambda i: (u[i], i))] = "eval"
+    if not any(split[i] == held for i in ids):
+        split[min(ids, key=lambda i: (u[i], i))] = held
     if not any(split[i] == "train" for i in ids):
         split[max(ids, key=lambda i: (u[i], i))] = "train"
 
@@ -56,4 +66,36 @@ def assign_splits(tasks: Iterable[Task], eval_fraction: float, seed: int,
         for ids in groups.values():
             _ensure_both(ids, u, split)
     _ensure_both(list(u), u, split)
+    return dict(sorted(split.items()))
+
+
+def family_of(task: Task) -> str | None:
+    family = task.metadata.get("family")
+    return str(family) if family else None
+
+
+def assign_split_groups(tasks: Iterable[Task], eval_fraction: float, seed: int, stratify_by: str | None = None,
+                        id_fraction: float = 0.2, ood_families: Iterable[str] = ()) -> dict[str, Split]:
+    """Task id -> split group (module docstring). Hand-written tasks get exactly what `assign_splits`
+    gives them alone, so adding generated tasks never moves one of them."""
+    if not 0 < id_fraction < 1:
+        raise ValueError(f"id_fraction must be > 0 and < 1, got {id_fraction!r}")
+    tasks = list(tasks)
+    ood = set(ood_families)
+    plain = [t for t in tasks if family_of(t) is None]
+    split: dict[str, Split] = assign_splits(plain, eval_fraction, seed, stratify_by) if plain else {}
+    by_family: dict[str, list[str]] = defaultdict(list)
+    u: dict[str, float] = {}
+    for t in tasks:
+        family = family_of(t)
+        if family is None:
+            continue
+        if family in ood:
+            split[t.id] = "eval_ood"
+            continue
+        u[t.id] = unit_hash(seed, t.id)
+        split[t.id] = "eval_id" if u[t.id] < id_fraction else "train"
+        by_family[family].append(t.id)
+    for ids in by_family.values():  # every training family: >= 1 held-out and >= 1 training instance
+        _ensure_both(ids, u, split, held="eval_id")
     return dict(sorted(split.items()))

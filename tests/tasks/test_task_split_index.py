@@ -87,7 +87,7 @@ def test_index_records_and_determinism(tmp_path):
     assert index["counts"] == {"eval": 1, "train": 1}
     harbor = index["tasks"][1]
     assert harbor == {
-        "id": "termagent-fixtures/count-errors", "hash": tasks[0].content_hash, "layout": "harbor",
+        "id": "termagent-fixtures/count-errors", "family": None, "hash": tasks[0].content_hash, "layout": "harbor",
         "split": harbor["split"], "path": "tests/tasks/fixtures/harbor-count-errors", "difficulty": "easy",
         "category": "text_processing", "tags": ["grep", "logs"], "agent_timeout_sec": 120.0,
         "verifier_timeout_sec": 60.0, "network": "no-network"}
@@ -96,7 +96,8 @@ def test_index_records_and_determinism(tmp_path):
     out = write_index(index, tmp_path / "data" / "tasks.json")
     assert read_index(out) == index
     assert list(out.parent.iterdir()) == [out]  # no temporary left behind
-    assert set(index) == {"version", "eval_fraction", "split_seed", "stratify_by", "counts", "tasks"}  # no timestamp
+    assert set(index) == {"version", "eval_fraction", "split_seed", "stratify_by", "id_fraction",
+                          "ood_families", "counts", "tasks"}  # no timestamp
 
     eval_tasks = tasks_in_split(out, "eval", root=REPO)
     assert len(eval_tasks) == 1 and eval_tasks[0].id in {t.id for t in tasks}

@@ -1,0 +1,36 @@
+"""The report compares models per split group with the paired bootstrap CI of the group's tasks."""
+
+from __future__ import annotations
+
+from termagent.report.build import build_summary, comparison_markdown, metrics_view
+
+
+def metrics(model: str, id_rates: dict, ood_rates: dict) -> dict:
+    def part(rates):
+        return {"n_tasks": len(rates), "n_attempts": 1, "accuracy": sum(rates.values()) / len(rates),
+                "accuracy_stderr": 0.0, "per_task": rates}
+
+    everything = {**id_rates, **ood_rates}
+    return {**part(everything), "model": model, "by_split": {"eval_id": part(id_rates), "eval_ood": part(ood_rates)}}
+
+
+def test_per_group_comparisons():
+    ids = [f"f-{i}" for i in range(12)]
+    oods = [f"o-{i}" for i in range(6)]
+    base = metrics("base", dict.fromkeys(ids, 0.0), dict.fromkeys(oods, 0.0))
+    sft = metrics("sft", dict.fromkeys(ids, 1.0), dict.fromkeys(oods, 0.0))
+    summary = build_summary({"base": base, "sft": sft}, base="base", n_resamples=500, confidence=0.95, seed=0)
+    by = summary["by_split"]
+    assert set(by) == {"eval_id", "eval_ood"}
+    assert by["eval_id"]["comparisons"]["sft"]["n_tasks"] == 12 and by["eval_id"]["comparisons"]["sft"]["ci_low"] > 0
+    assert by["eval_ood"]["comparisons"]["sft"]["diff"] == 0.0 and by["eval_ood"]["comparisons"]["sft"]["n_tasks"] == 6
+    assert by["eval_id"]["models"]["sft"]["n_solved"] == 12
+    text = comparison_markdown(summary)
+    assert "## Split group `eval_id`" in text and "better" in text and "no detectable difference" in text
+    assert metrics_view(summary)["by_split"]["eval_ood"]["comparisons"]["sft"]["n_tasks"] == 6
+
+
+def test_metrics_without_groups_still_report():
+    plain = {"n_tasks": 2, "n_attempts": 1, "accuracy": 0.5, "accuracy_stderr": 0.0, "per_task": {"a": 1.0, "b": 0.0}}
+    summary = build_summary({"base": plain, "x": plain}, base="base", n_resamples=100, confidence=0.9, seed=0)
+    assert summary["by_split"] == {}
