@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers
 
 setup:
 	@bash scripts/setup.sh
@@ -21,6 +21,7 @@ repro: setup
 
 test: setup
 	$(PY) -m termagent image build --quiet
+	$(DVC) repro tasks    # generated task families (data/generated, ~1 s) and their index
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Tests that need no Docker engine (parsers, datasets, metrics).
@@ -39,6 +40,11 @@ bench-datasets: setup
 # Public TB1/TB2 tasks offline, checked twice: make bench-external TASKS="dir1 dir2"
 bench-external: setup
 	$(PY) scripts/bench_external_tasks.py $(TASKS) --out metrics/bench_external_tasks.json
+
+# One H100/H200: SFT tokens/s and a GRPO step at the original shapes on a random-init ~0.6 B Qwen3 (no
+# download); refuses without CUDA. Needs torch, transformers, peft only.
+gpu-check:
+	$(PY) scripts/gpu_check.py --out metrics/bench_gpu.json
 
 bench-generated: setup
 	$(PY) scripts/bench_generated.py --out metrics/bench_generated.json

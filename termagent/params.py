@@ -52,12 +52,27 @@ SECTIONS: dict[str, str] = {
     "judge": "termagent.judge:JudgeConfig",
     "datasets": "termagent.datasets.build:BuildConfig",
     "curate": "termagent.curate:CurateConfig",
+    "demos": "termagent.train.demos:DemosConfig",
+    "warmup": "termagent.train.warmup:WarmupParams",
+    "sft": "termagent.train.sft:SFTParams",
+    "dpo": "termagent.train.dpo:DPOParams",
 }
 
 # `section.key` -> why params.yaml (the embedded CPU profile) sets it away from the dataclass default.
 EMBEDDED_OVERRIDES: dict[str, str] = {
     "agent.max_turns": "CPU profile: the tiny model rarely ends a task; 8 turns keep base_eval within minutes",
     "agent.max_output_tokens": "CPU profile: replies of the tiny model; 512 tokens keep CPU generation short",
+    # The tiny random-init model learns the Terminus format only from many passes at a high rate on short
+    # sequences; the dataclass keeps DESIGN.md §4's values for a real model.
+    **{f"{stage}.{key}": "CPU profile: the tiny model needs many passes at a high rate on short sequences"
+       for stage in ("warmup", "sft") for key in ("max_length", "num_train_epochs", "learning_rate", "warmup_ratio",
+                                                  "gradient_accumulation_steps", "logging_steps", "lora.r",
+                                                  "lora.alpha", "lora.modules_to_save")},
+    "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
+    "sft.datasets": "CPU profile: the demos plus the API-ranked set built from our own GRPO rollouts",
+    **{f"dpo.{key}": "CPU profile: short pairs, a high rate and small accumulation for the tiny model"
+       for key in ("max_length", "learning_rate", "gradient_accumulation_steps")},
+    "dpo.skip_if_empty": "CPU profile: a short GRPO run may yield no pair; the SFT adapter then passes through",
 }
 
 PROFILES_DIR = Path("profiles")
