@@ -79,7 +79,7 @@ class GRPOParams:
     seed: int = 0
     max_tasks: int = 0  # 0: every train task; N: the first N by id (smoke runs)
     concurrency: int = 8  # replies executed (containers) at once
-    strict_format: bool = True  # the format reward needs JSON that parsed without auto-fixes
+    strict_format: bool = True  # a reply the parser had to repair is invalid JSON: runs nothing, earns 0 (RESEARCH §3: auto-fixing parsers get hacked)
     use_vllm: bool = True  # H100: generate with vLLM; CPU: in-process transformers
     vllm_mode: str = "colocate"  # vLLM inside the trainer process, sharing the GPU
     vllm_gpu_memory_utilization: float = 0.3  # the rest is the trainer's (8B bf16 + LoRA + activations)

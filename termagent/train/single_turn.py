@@ -53,7 +53,7 @@ PROBE_NAME = "grpo-probe"
 class EnvConfig:
     weights: RewardWeights = RewardWeights()
     concurrency: int = 8  # completions executed (containers in use) at once
-    strict_format: bool = True  # format reward only for JSON that parsed without auto-fixes
+    strict_format: bool = True  # only JSON that parsed without auto-fixes runs and earns the format reward
     pane_width: int = 160  # the agent section's tmux pane: the screen the prompt shows
     pane_height: int = 40
     max_observation_bytes: int = 10000
@@ -66,8 +66,8 @@ class Outcome:
 
     task_id: str
     completion: str
-    parse_ok: bool  # the eval loop would run it (parsed, possibly with auto-fixes, and not cut off)
-    format_ok: bool  # valid Terminus JSON (strict: no auto-fix) with at least one command
+    parse_ok: bool  # it runs: parsed (strict: without auto-fixes) and not cut off
+    format_ok: bool  # valid Terminus JSON with at least one command
     truncated: bool  # no EOS: cut off at max_completion_length
     executed: bool
     exec_rc: int | None  # exit status of the last command that finished (None: none did / not run)
@@ -255,9 +255,10 @@ class SingleTurnEnv:
         truncated = bool(ids) and self.eos_token_ids and ids[-1] not in self.eos_token_ids
         truncated = bool(truncated) or (ids is not None and len(ids) == 0)
         result = parse_response(text)
-        parse_ok = result.ok and not truncated
-        format_ok = (parse_ok and bool(result.response.commands)
-                     and not (self.config.strict_format and result.fixes))
+        # Strict: JSON the parser had to repair (closed brackets, cut out of prose) is invalid JSON and runs
+        # nothing, so a broken reply can never collect credit from tests an untouched container passes.
+        parse_ok = result.ok and not truncated and not (self.config.strict_format and result.fixes)
+        format_ok = parse_ok and bool(result.response.commands)
         return parse_ok, format_ok, truncated, result.response if parse_ok else None
 
     def _execute(self, task: Task, attempt: int, text: str, format_ok: bool, response) -> Outcome:
