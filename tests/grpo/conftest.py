@@ -1,10 +1,10 @@
 """GRPO fixtures: real task directories (Harbor layout, pytest verifier) on the sandbox base image, a
 Sandbox, a task index and image file the stage script reads, and a warm-started tiny model.
 
-The warm start is a real (if very short) supervised fine-tune of the session's tiny model on one correct
-reply per task, in the exact first-turn prompt GRPO uses: sampled at temperature 1 it then writes valid
-JSON some of the time, which is what gives GRPO groups a nonzero reward std (the untrained tiny model
-never parses, so every reward would be 0 and no weight could move)."""
+The warm start is a real (if very short) supervised fine-tune of the session's tiny model on compact
+replies, in the exact first-turn prompt GRPO uses: sampled at temperature 1 it then writes valid JSON
+some of the time, which is what gives GRPO groups a nonzero reward std (the untrained tiny model never
+parses, so every reward would be 0 and no weight could move)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ NO_REWARD_SH = "#!/bin/bash\necho 'this verifier forgot to write its reward'\n"
 def reply(keystrokes: str, task_complete: bool = True) -> str:
     return json.dumps({"analysis": "The terminal is empty.", "plan": "Write the file.",
                        "commands": [{"keystrokes": keystrokes, "duration": 0.2}], "task_complete": task_complete})
+
+
+def compact_reply(keystrokes: str) -> str:
+    return json.dumps({"analysis": "", "plan": "", "commands": [{"keystrokes": keystrokes}]}, separators=(",", ":"))
 
 
 def write_task(root: Path, name: str, image: str, *, word: str = "hello", test_sh: str = TEST_SH) -> Path:
@@ -117,40 +121,61 @@ def stage_inputs(tmp_path_factory, tasks, base_image) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def warm_adapter(tmp_path_factory, tiny_model_dir, tasks, grpo_sandbox) -> Path:
-    """A LoRA adapter on the tiny model, fine-tuned on a right and a wrong reply to each fixture task's real
-    first-turn prompt (screens probed from real containers), saved as a standard PEFT adapter."""
+def warm_model_dir(tmp_path_factory, tiny_model_dir, tasks, grpo_sandbox) -> Path:
+    """The tiny model, briefly fine-tuned (all weights, 40 steps) on a right and a wrong compact reply to each
+    fixture task's real first-turn prompt (screens probed from real containers). Sampled at temperature 1
+    it writes valid JSON most of the time, the right word some of the time: GRPO groups get a reward std."""
     import torch
-    from peft import get_peft_model
 
-    from termagent.train.common import LoraParams, load_model, load_tokenizer
+    from termagent.train.common import load_model, load_tokenizer
     from termagent.train.single_turn import SingleTurnEnv
 
     env = SingleTurnEnv(grpo_sandbox, tasks)
     env.probe_screens(progress=False)
     tokenizer = load_tokenizer(tiny_model_dir)
     torch.manual_seed(0)
-    model = get_peft_model(load_model(tiny_model_dir), LoraParams(r=16, alpha=32).to_peft())
+    model = load_model(tiny_model_dir)
     examples = []
-    for task in tasks:  # half the time the right word, half a wrong one: rewards 1.0 and 0.575 in every group
+    for task in tasks:
         word = "hello" if "hello" in task.id else "world"
         prompt = tokenizer.apply_chat_template(env.prompt(task.id), add_generation_prompt=True, tokenize=True,
                                                return_dict=True)["input_ids"]
         for written in (word, "nope"):
-            target = tokenizer(reply(f"echo {written} > /tmp/out.txt\n") + tokenizer.eos_token,
+            target = tokenizer(compact_reply(f"echo {written} > /tmp/out.txt\n") + tokenizer.eos_token,
                                add_special_tokens=False)["input_ids"]
             examples.append((prompt, target))
-    optim = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=3e-3)
+    width = max(len(p) + len(t) for p, t in examples)
+    ids = torch.full((len(examples), width), tokenizer.pad_token_id)
+    labels = torch.full((len(examples), width), -100)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for i, (p, t) in enumerate(examples):
+        ids[i, : len(p) + len(t)] = torch.tensor(p + t)
+        labels[i, len(p): len(p) + len(t)] = torch.tensor(t)
+        mask[i, : len(p) + len(t)] = 1
+    optim = torch.optim.AdamW(model.parameters(), lr=1e-2)
     model.train()
-    for step in range(160):
-        prompt, target = examples[step % len(examples)]
-        ids = torch.tensor([prompt + target])
-        labels = torch.tensor([[-100] * len(prompt) + target])
-        loss = model(input_ids=ids, labels=labels).loss
-        loss.backward()
+    for _ in range(40):
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
         optim.step()
         optim.zero_grad()
-    out = tmp_path_factory.mktemp("warm") / "warmup"
+    out = tmp_path_factory.mktemp("warm") / "base"
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
+    return out
+
+
+@pytest.fixture(scope="session")
+def warm_adapter(tmp_path_factory, warm_model_dir) -> Path:
+    """A standard PEFT LoRA adapter on the warm model, as the warmup stage leaves one (here freshly
+    initialised: B = 0, so it starts as the warm model itself)."""
+    import torch
+    from peft import get_peft_model
+
+    from termagent.train.common import LoraParams, load_model, load_tokenizer
+
+    torch.manual_seed(0)
+    model = get_peft_model(load_model(warm_model_dir), LoraParams(r=8, alpha=16).to_peft())
+    out = tmp_path_factory.mktemp("warm") / "warmup"
+    model.save_pretrained(str(out))
+    load_tokenizer(warm_model_dir).save_pretrained(str(out))
     return out

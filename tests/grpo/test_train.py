@@ -24,15 +24,15 @@ ROLLOUT_FIELDS = {"task_id", "training_step", "prompt", "completion", "format_re
 
 def small_config(**kw) -> GRPOParams:
     base = dict(init="warmup", use_vllm=False, num_generations=4, per_device_train_batch_size=4,
-                gradient_accumulation_steps=2, max_steps=2, max_completion_length=96, learning_rate=5e-4,
+                gradient_accumulation_steps=2, max_steps=2, max_completion_length=48, learning_rate=5e-4,
                 concurrency=4, save_steps=1, max_prompt_length=4096)
     return GRPOParams(**(base | kw))
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory, tiny_model_dir, warm_adapter, tasks, grpo_sandbox):
+def trained(tmp_path_factory, warm_model_dir, warm_adapter, tasks, grpo_sandbox):
     root = tmp_path_factory.mktemp("grpo-run")
-    paths = GRPOPaths(base_model=tiny_model_dir, warmup=warm_adapter, out=root / "models/grpo",
+    paths = GRPOPaths(base_model=warm_model_dir, warmup=warm_adapter, out=root / "models/grpo",
                       rollouts_dir=root / "rollouts", checkpoints=root / "ckpt", metrics_dir=root / "metrics")
     metrics = train_grpo(small_config(), paths, tasks=tasks, sandbox=grpo_sandbox, env_config=EnvConfig(),
                          progress=False)
@@ -80,18 +80,18 @@ def test_rollouts_and_steps_logged(trained):
     assert sum(b["count"] for b in hist) == len([r for r in rows if r["reward"] is not None])
 
 
-def test_adapter_loads_and_generates(trained, tiny_model_dir):
+def test_adapter_loads_and_generates(trained, warm_model_dir):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     paths, _ = trained
-    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)), str(paths.out))
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(warm_model_dir)), str(paths.out))
     tok = AutoTokenizer.from_pretrained(str(paths.out))
     ids = tok("hello", return_tensors="pt")["input_ids"]
     assert model.generate(ids, max_new_tokens=4, do_sample=False).shape[1] > ids.shape[1]
 
 
-def test_trl_prompt_tokens_are_the_eval_policys(tiny_model_dir, warm_adapter, tasks, grpo_sandbox):
+def test_trl_prompt_tokens_are_the_eval_policys(warm_model_dir, warm_adapter, tasks, grpo_sandbox):
     """The token ids TRL generates from are the ones the eval loop's hf policy sends for the same message."""
     from trl import GRPOConfig, GRPOTrainer
 
@@ -102,10 +102,10 @@ def test_trl_prompt_tokens_are_the_eval_policys(tiny_model_dir, warm_adapter, ta
     env = SingleTurnEnv(grpo_sandbox, tasks)
     env.probe_screens(progress=False)
     prompt = env.prompt(tasks[0].id)
-    policy = HFPolicy(tiny_model_dir, adapter=warm_adapter, device="cpu")
+    policy = HFPolicy(warm_model_dir, adapter=warm_adapter, device="cpu")
     from datasets import Dataset
 
-    trainer = GRPOTrainer(model=load_model(tiny_model_dir, warm_adapter), processing_class=load_tokenizer(tiny_model_dir),
+    trainer = GRPOTrainer(model=load_model(warm_model_dir, warm_adapter), processing_class=load_tokenizer(warm_model_dir),
                           reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
                           args=GRPOConfig(output_dir="/tmp/unused-grpo", use_cpu=True, bf16=False, beta=0.0,
                                           num_generations=2, per_device_train_batch_size=2, report_to="none"),
