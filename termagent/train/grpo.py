@@ -168,12 +168,17 @@ def make_trainer_class():
                     time.monotonic() - t0)
 
         def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-            if "reward" in logs and logs["reward"] is not None and math.isfinite(logs["reward"]):
-                self._rewards.append(float(logs["reward"]))
+            # GRPOTrainer.log folds its per-step metrics (reward, kl, ...) into `logs` after this point: the
+            # step's reward is read where it collects them.
+            step_rewards = [r for r in self._metrics["train"].get("reward", []) if math.isfinite(r)]
+            if step_rewards and "loss" in logs:  # a training step's log
+                self._rewards.append(statistics.fmean(step_rewards))
                 mean = statistics.fmean(self._rewards)
                 std = statistics.pstdev(self._rewards) if len(self._rewards) > 1 else 0.0
                 logs.update({"reward_rolling_mean": mean, "reward_rolling_lo": mean - std,
                              "reward_rolling_hi": mean + std})
+            if "loss" not in logs:  # the end-of-training summary: nothing per-step to add
+                return super().log(logs, start_time)
             for key, value in self.run_log.last_step_timing.items():
                 logs[f"time/{key}_s"] = value
             if self.run_log.last_step:
@@ -393,6 +398,8 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
                           env=env, run_log=run_log, rolling_window=c.rolling_window)
     if before is None:
         before = adapter_state(trainer.model)
+    if resume is not None:  # the rolling mean continues over the steps kept from the first try
+        trainer._rewards.extend(s["reward_mean"] for s in iter_jsonl(paths.rollouts_dir / "steps.jsonl"))
     try:
         with timer.phase("train"):
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)

@@ -70,9 +70,10 @@ def test_rollouts_and_steps_logged(trained):
     # Curves: TRL's metrics and ours through dvclive, PNGs rendered.
     live = paths.metrics_dir / "dvclive" / "plots" / "metrics"
     names = {p.relative_to(live).with_suffix("").as_posix() for p in live.rglob("*.tsv")}
-    for name in ("train/reward", "train/reward_rolling_mean", "train/kl", "train/entropy", "train/loss",
-                 "train/grad_norm", "train/learning_rate", "train/frac_reward_zero_std",
-                 "train/rewards/verifier/mean", "train/completions/mean_length", "train/time/generate_s"):
+    for name in ("reward", "reward_rolling_mean", "reward_rolling_lo", "reward_rolling_hi", "kl", "entropy",
+                 "loss", "grad_norm", "learning_rate", "frac_reward_zero_std", "rewards/format/mean",
+                 "rewards/script/mean", "rewards/verifier/mean", "completions/mean_length", "time/generate_s",
+                 "time/backward_s", "time/verify_s"):
         assert name in names, f"{name} not logged (have {sorted(names)})"
     assert (paths.metrics_dir / "curves.png").stat().st_size > 0
     assert (paths.metrics_dir / "reward.png").stat().st_size > 0
