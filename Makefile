@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets image lint clean-containers
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-grpo image lint clean-containers
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +35,9 @@ bench-sandbox: setup
 
 bench-datasets: setup
 	$(PY) scripts/bench_datasets.py --out metrics/bench_datasets.json
+
+bench-grpo: setup
+	$(PY) scripts/bench_grpo.py --out metrics/bench_grpo.json
 
 # One H100/H200: SFT tokens/s and a GRPO step at the original shapes on a random-init ~0.6 B Qwen3 (no
 # download); refuses without CUDA. Needs torch, transformers, peft only.

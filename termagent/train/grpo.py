@@ -299,7 +299,10 @@ def _trim_dvclive(live_dir: Path, step: int) -> None:
     """Drop curve points of steps >= `step` (they are logged again by the resumed run)."""
     for tsv in (live_dir / "plots" / "metrics").rglob("*.tsv") if live_dir.is_dir() else []:
         lines = tsv.read_text().splitlines()
-        keep = lines[:1] + [line for line in lines[1:] if int(line.split("\t")[1]) < step]
+        if not lines or "step" not in lines[0].split("\t"):
+            continue
+        col = lines[0].split("\t").index("step")  # "step\tvalue" (dvclive 3.49) or "timestamp\tstep\tvalue"
+        keep = lines[:1] + [line for line in lines[1:] if int(float(line.split("\t")[col])) < step]
         atomic.write_text(tsv, "\n".join(keep) + "\n")
 
 
