@@ -29,6 +29,7 @@ from termagent.tasks.index import tasks_in_split
 from termagent.train.common import environment, load_model, load_tokenizer
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
 from termagent.train.single_turn import EnvConfig, Sandbox, SingleTurnEnv
+from termagent.train.warmup import write_start
 
 
 def compact_reply(keystrokes: str) -> str:
@@ -87,7 +88,7 @@ def main(params_file: str, n_tasks: int, steps: int, warm_steps: int, max_comple
     sandbox_params = section(params, "sandbox", SandboxParams, file=params_file)
     tasks = [t for t in tasks_in_split("data/tasks.json", "train") if t.solve_script and t.solve_script.is_file()]
     tasks = sorted(tasks, key=lambda t: (len(t.solve_script.read_text()), t.id))[:n_tasks]
-    config = dataclasses.replace(config, init="base", use_vllm=False, max_steps=steps, save_steps=steps,
+    config = dataclasses.replace(config, use_vllm=False, max_steps=steps, save_steps=steps,
                                  max_completion_length=max_completion, max_tasks=0, lora=dataclasses.replace(
                                      config.lora, r=16, alpha=32))
     image = json.loads(Path("data/image.json").read_text())["image"]
@@ -103,7 +104,8 @@ def main(params_file: str, n_tasks: int, steps: int, warm_steps: int, max_comple
         t0 = time.monotonic()
         warm_loss = warm_start(Path("models/base"), tmp / "warm", env, tasks, warm_steps, lr=1e-2)
         warm_s = time.monotonic() - t0
-        paths = GRPOPaths(base_model=tmp / "warm", warmup=tmp / "none", out=tmp / "grpo", rollouts_dir=tmp / "rollouts",
+        write_start(tmp / "start", base_dir=tmp / "warm", adapter=False)  # GRPO from the warm-started model
+        paths = GRPOPaths(warmup=tmp / "start", out=tmp / "grpo", rollouts_dir=tmp / "rollouts",
                           checkpoints=tmp / "ckpt", metrics_dir=tmp / "metrics")
         metrics = train_grpo(config, paths, tasks=tasks, sandbox=sandbox, env_config=env_config)
         timing = json.loads((paths.metrics_dir / "timing.json").read_text())

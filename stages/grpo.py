@@ -4,7 +4,8 @@
     python stages/grpo.py --params params.yaml --out /tmp/grpo ...   # every path is an option
 
 Reads params: grpo (all keys), agent (the terminal: pane size, observation limit, deadline margin),
-sandbox (runner keys). Starts from models/warmup (grpo.init: warmup, the embedded profile) or models/base.
+sandbox (runner keys). Starts where models/warmup/start.json says (the warmup adapter when warmup.enabled,
+the embedded profile; else the base model, H100).
 Writes the adapter (--out), rollouts.jsonl / steps.jsonl / screens.json (--rollouts-dir), checkpoints
 (--checkpoints; a rerun with the same config resumes from the last one), and --metrics-dir: train.json,
 timing.json, reward_distribution.json, dvclive/ curves, curves.png, reward.png.
@@ -30,7 +31,6 @@ P = click.Path(path_type=Path)
 
 @click.command()
 @click.option("--params", "params_file", default="params.yaml", show_default=True, type=P)
-@click.option("--base", default="models/base", show_default=True, type=P)
 @click.option("--warmup", default="models/warmup", show_default=True, type=P)
 @click.option("--tasks", "tasks_index", default="data/tasks.json", show_default=True, type=P)
 @click.option("--image", default="data/image.json", show_default=True, type=P)
@@ -38,7 +38,7 @@ P = click.Path(path_type=Path)
 @click.option("--rollouts-dir", default="data/rollouts/grpo", show_default=True, type=P)
 @click.option("--checkpoints", default="checkpoints/grpo", show_default=True, type=P)
 @click.option("--metrics-dir", default="metrics/grpo", show_default=True, type=P)
-def main(params_file, base, warmup, tasks_index, image, out, rollouts_dir, checkpoints, metrics_dir) -> None:
+def main(params_file, warmup, tasks_index, image, out, rollouts_dir, checkpoints, metrics_dir) -> None:
     try:
         params = load_params(params_file)
         config = section(params, "grpo", GRPOParams, file=str(params_file))
@@ -52,7 +52,7 @@ def main(params_file, base, warmup, tasks_index, image, out, rollouts_dir, check
                                          warm_pool=max(sandbox_params.warm_pool, eff.generation_batch_size))
     env = EnvConfig(pane_width=agent.pane_width, pane_height=agent.pane_height,
                     max_observation_bytes=agent.max_observation_bytes, deadline_margin_sec=agent.deadline_margin_sec)
-    paths = GRPOPaths(base_model=base, warmup=warmup, out=out, rollouts_dir=rollouts_dir, checkpoints=checkpoints,
+    paths = GRPOPaths(warmup=warmup, out=out, rollouts_dir=rollouts_dir, checkpoints=checkpoints,
                       metrics_dir=metrics_dir)
     with Sandbox(sandbox_config) as sandbox:
         try:

@@ -28,7 +28,7 @@ import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from termagent import atomic
 from termagent.rewards import RewardWeights
@@ -53,10 +53,9 @@ class GRPORound2:
 class GRPOParams:
     """The `grpo:` section. Defaults are DESIGN.md §4 (the H100 run); params.yaml shrinks them for CPU."""
 
-    init: Literal["base", "warmup"] = "base"  # start model: the base, or the warmup adapter (embedded: the tiny model knows no JSON)
     round: int = 1  # 1 | 2: round 2 applies `round2` (one switch: `dvc exp run -S grpo.round=2`)
     round2: GRPORound2 = field(default_factory=GRPORound2)
-    lora: LoraParams = field(default_factory=lambda: LoraParams(r=64, alpha=64))  # DESIGN §4; unused with init warmup (that adapter is trained on)
+    lora: LoraParams = field(default_factory=lambda: LoraParams(r=64, alpha=64))  # DESIGN §4; unused when starting from the warmup adapter (that adapter is trained on)
     reward: RewardWeights = field(default_factory=RewardWeights)  # 0.05 format + 0.10 script + 0.85 verifier
     num_generations: int = 8  # completions per prompt (the group)
     per_device_train_batch_size: int = 4  # completions per micro-batch
@@ -65,7 +64,7 @@ class GRPOParams:
     learning_rate: float = 5e-6
     lr_scheduler_type: str = "cosine"
     warmup_steps: float = 0.0  # steps, or a fraction of max_steps when < 1
-    beta: float = 0.005  # KL coefficient (reference = the start model: base, or a frozen copy of the warmup adapter)
+    beta: float = 0.005  # KL coefficient (reference = the start: the base, or TRL's frozen copy of the warmup adapter)
     max_prompt_length: int = 1024  # tokens; longer task prompts are left out (never truncated: eval would not)
     max_completion_length: int = 2048  # tokens per reply; a reply cut here runs nothing and earns 0
     temperature: float = 1.0  # sample the policy as it is (RESEARCH rec. 4: no top-p/top-k bias)
@@ -114,8 +113,7 @@ class GRPOParams:
 
 @dataclass(frozen=True)
 class GRPOPaths:
-    base_model: Path = Path("models/base")
-    warmup: Path = Path("models/warmup")
+    warmup: Path = Path("models/warmup")  # its start.json names the start: the base, or the warmup adapter on it
     out: Path = Path("models/grpo")
     rollouts_dir: Path = Path("data/rollouts/grpo")
     checkpoints: Path = Path("checkpoints/grpo")
@@ -318,10 +316,10 @@ def grpo_config(config: GRPOParams, paths: GRPOPaths, tokenizer_eos: list[int]):
     if c.use_vllm and not has_cuda():
         raise RuntimeError("params.yaml: grpo.use_vllm is true but there is no CUDA device "
                            "(the embedded CPU profile sets grpo.use_vllm: false)")
-    vllm = dict(vllm_mode=c.vllm_mode, vllm_gpu_memory_utilization=c.vllm_gpu_memory_utilization,
-                vllm_enable_sleep_mode=c.vllm_enable_sleep_mode,
-                vllm_importance_sampling_mode=c.vllm_importance_sampling_mode,
-                vllm_max_model_length=c.max_prompt_length + c.max_completion_length) if use_vllm else {}
+    vllm = {"vllm_mode": c.vllm_mode, "vllm_gpu_memory_utilization": c.vllm_gpu_memory_utilization,
+            "vllm_enable_sleep_mode": c.vllm_enable_sleep_mode,
+            "vllm_importance_sampling_mode": c.vllm_importance_sampling_mode,
+            "vllm_max_model_length": c.max_prompt_length + c.max_completion_length} if use_vllm else {}
     return GRPOConfig(**training_kwargs(
         output_dir=paths.checkpoints, seed=c.seed, gradient_checkpointing=True,
         per_device_train_batch_size=c.per_device_train_batch_size,
@@ -355,23 +353,22 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
         write_stage_metrics,
     )
     from termagent.train.single_turn import SingleTurnEnv
+    from termagent.train.warmup import resolve_start
 
     c = config.effective()
     timer = StageTimer()
     tasks = sorted(tasks, key=lambda t: t.id)[: c.max_tasks or None]
     if not tasks:
         raise ValueError("grpo: no training task (data/tasks.json has no task in split 'train')")
-    start_dir = paths.warmup if c.init == "warmup" else None
-    if start_dir is not None and not (start_dir / "adapter_config.json").is_file():
-        raise FileNotFoundError(f"{start_dir}: no adapter_config.json (grpo.init is 'warmup': run "
-                                "`dvc repro warmup`, or set grpo.init: base)")
-    start = {"base": _dir_digest(paths.base_model), "warmup": _dir_digest(start_dir) if start_dir else None}
+    # One switch decides where GRPO starts: warmup.enabled (the warmup stage records it in start.json).
+    base_dir, start_dir = resolve_start(paths.warmup)
+    start = {"base": _dir_digest(base_dir), "warmup": _dir_digest(start_dir) if start_dir else None}
     run_id = fingerprint(config, start, [(t.id, t.content_hash) for t in tasks], extra_fingerprint or {})
     resume = prepare_run_dirs(paths, run_id)
     seed_everything(c.seed)
 
-    tokenizer = load_tokenizer(paths.base_model)
-    model = load_model(paths.base_model, start_dir, trainable=True)
+    tokenizer = load_tokenizer(base_dir)
+    model = load_model(base_dir, start_dir, trainable=True)
     eos = _eos_ids(model, tokenizer)
     env_config = dataclasses.replace(env_config, weights=c.reward, concurrency=c.concurrency,
                                      strict_format=c.strict_format)
@@ -413,8 +410,8 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
     delta = math.sqrt(sum(float((after[k] - before[k]).pow(2).sum()) for k in before if k in after))
     with timer.phase("save"):
         save_adapter(trainer.model, tokenizer, paths.out,
-                     manifest={"stage": "grpo", "init": c.init, "round": config.round, "steps": trainer.state.global_step,
-                               "fingerprint": run_id})
+                     manifest={"stage": "grpo", "start": "warmup" if start_dir else "base", "base": str(base_dir),
+                               "round": config.round, "steps": trainer.state.global_step, "fingerprint": run_id})
 
     summary = summarize_rollouts(paths.rollouts_dir)
     timing = timing_summary(run_log.step_timings, paths.rollouts_dir / "steps.jsonl")
@@ -422,7 +419,8 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
     atomic.write_json(paths.metrics_dir / "reward_distribution.json", reward_histogram(paths.rollouts_dir))
     plot_curves(paths.metrics_dir, paths.metrics_dir / "curves.png", "grpo")
     plot_reward(paths.metrics_dir, paths.rollouts_dir, paths.metrics_dir / "reward.png", c.rolling_window)
-    metrics = dict(summary, steps=trainer.state.global_step, resumed_from=str(resume) if resume else None,
+    metrics = dict(summary, steps=trainer.state.global_step, round=config.round,
+                   start="warmup" if start_dir else "base", resumed_from=str(resume) if resume else None,
                    adapter_delta_l2=delta, tasks=len(rows), tasks_prompt_too_long=len(too_long),
                    config=dataclasses.asdict(c), seconds_per_step=timing["mean_s"].get("step"))
     write_stage_metrics(paths.metrics_dir / "train.json", "grpo", timer, **metrics)

@@ -51,7 +51,7 @@ PROBE_NAME = "grpo-probe"
 
 @dataclass(frozen=True)
 class EnvConfig:
-    weights: RewardWeights = RewardWeights()
+    weights: RewardWeights = field(default_factory=RewardWeights)
     concurrency: int = 8  # completions executed (containers in use) at once
     strict_format: bool = True  # only JSON that parsed without auto-fixes runs and earns the format reward
     pane_width: int = 160  # the agent section's tmux pane: the screen the prompt shows

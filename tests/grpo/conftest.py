@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from termagent.tasks.load import load_task
+from termagent.train.warmup import write_start
 
 TEST_SH = """\
 #!/bin/bash
@@ -178,4 +179,13 @@ def warm_adapter(tmp_path_factory, warm_model_dir) -> Path:
     out = tmp_path_factory.mktemp("warm") / "warmup"
     model.save_pretrained(str(out))
     load_tokenizer(warm_model_dir).save_pretrained(str(out))
+    write_start(out, base_dir=warm_model_dir, adapter=True)  # what the warmup stage records: GRPO starts here
+    return out
+
+
+@pytest.fixture(scope="session")
+def warm_base_start(tmp_path_factory, warm_model_dir) -> Path:
+    """A models/warmup as the warmup stage leaves it when off: start.json says "start from the base"."""
+    out = tmp_path_factory.mktemp("start") / "warmup"
+    write_start(out, base_dir=warm_model_dir, adapter=False)
     return out

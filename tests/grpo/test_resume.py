@@ -25,16 +25,16 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.is_file() else 0
 
 
-def test_kill_mid_step_then_resume(tmp_path, warm_model_dir, stage_inputs):
+def test_kill_mid_step_then_resume(tmp_path, warm_base_start, stage_inputs):
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params["grpo"].update(init="base", num_generations=4, per_device_train_batch_size=4,
+    params["grpo"].update(num_generations=4, per_device_train_batch_size=4,
                           gradient_accumulation_steps=1, max_steps=3, max_completion_length=48, save_steps=1,
                           learning_rate=5e-4, concurrency=4, use_vllm=False, max_prompt_length=4096)
     params["grpo"]["lora"].update(r=8, alpha=16)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     out = {k: tmp_path / k for k in ("adapter", "rollouts", "ckpt", "metrics")}
     cmd = [sys.executable, str(REPO / "stages/grpo.py"), "--params", str(tmp_path / "params.yaml"),
-           "--base", str(warm_model_dir), "--tasks", str(stage_inputs["tasks"]), "--image", str(stage_inputs["image"]),
+           "--warmup", str(warm_base_start), "--tasks", str(stage_inputs["tasks"]), "--image", str(stage_inputs["image"]),
            "--out", str(out["adapter"]), "--rollouts-dir", str(out["rollouts"]), "--checkpoints", str(out["ckpt"]),
            "--metrics-dir", str(out["metrics"])]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -61,7 +61,7 @@ def test_kill_mid_step_then_resume(tmp_path, warm_model_dir, stage_inputs):
     assert len(before) >= 8 and stats.n_malformed <= 1
     assert {r["training_step"] for r in before} >= {0, 1}
 
-    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "resumed from" in done.stdout
     metrics = json.loads((out["metrics"] / "train.json").read_text())
