@@ -1,5 +1,5 @@
 # termagent — the two commands a newcomer needs:
-#   make repro    run the main job (dvc repro mt_grpo_eval on the embedded default), set-up included
+#   make repro    run the main job (dvc repro $(TARGET), today `report`, on the embedded default), set-up included
 #   make test     run the test suite, set-up included
 # Everything is idempotent: a second run only does what changed.
 SHELL := /bin/bash

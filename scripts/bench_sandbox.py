@@ -43,11 +43,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from termagent import atomic
-from termagent.sandbox import reaper
+from termagent.params import read_sections
+from termagent.sandbox import Sandbox, reaper, run_trials
 from termagent.sandbox.agents import OracleAgent
 from termagent.sandbox.image import ensure_base_image
-from termagent.sandbox.runner import Sandbox, run_trials
-from termagent.sandbox.settings import load_sandbox_params
+from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.load import find_task_dirs, read_task
 
 
@@ -224,7 +224,7 @@ def main(out: Path, task_paths: tuple[str, ...], concurrencies: str, limit: int 
     tasks = tasks[:limit] if limit else tasks
     if not tasks:
         raise click.ClickException(f"no loadable tasks under {task_paths}")
-    params = load_sandbox_params(params_file)
+    params = read_sections(params_file, missing_ok=True, sandbox=SandboxParams).sandbox
     base = ensure_base_image(params.base_recipe())
     levels = [int(c) for c in concurrencies.split(",")]
     # Enough container slots for the highest level measured.

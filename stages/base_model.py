@@ -1,7 +1,7 @@
 """DVC stage `base_model`: the model every training stage starts from, in models/base.
 
     python stages/base_model.py                      # what `dvc repro base_model` runs
-    python stages/base_model.py --out /tmp/base --params profiles/h100.yaml
+    python stages/base_model.py --out /tmp/base --profile h100
 
 source tiny: a Qwen3-architecture model built here with a fixed seed, and a byte-level BPE tokenizer
 trained on the task corpus (tasks.dirs) and the Terminus prompt. source hf: a snapshot of
@@ -18,20 +18,16 @@ import click
 
 from termagent.models import BaseModelConfig, build_base_model
 from termagent.models.hub import HubError
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
 from termagent.tasks.index import TasksConfig
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--out", default="models/base", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, out: Path) -> None:
-    try:
-        params = load_params(params_file)
-        cfg = section(params, "base_model", BaseModelConfig, file=str(params_file))
-        task_dirs = section(params, "tasks", TasksConfig, file=str(params_file)).dirs
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
+def main(params_file: Path, profile: str | None, out: Path) -> None:
+    p = read_sections(params_file, profile, base_model=BaseModelConfig, tasks=TasksConfig)
+    cfg, task_dirs = p.base_model, p.tasks.dirs
     try:
         started = time.monotonic()
         manifest = build_base_model(out, cfg, task_dirs)

@@ -18,26 +18,20 @@ import click
 
 from termagent.datasets import BuildConfig, build_datasets
 from termagent.judge import JudgeConfig, JudgeError, judge_from_config, load_task_contexts
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
 from termagent.tasks.index import TasksConfig
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--rollouts", default="data/rollouts/grpo/rollouts.jsonl", show_default=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", default="data/datasets", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, rollouts: Path, out: Path) -> None:
+def main(params_file: Path, profile: str | None, rollouts: Path, out: Path) -> None:
+    p = read_sections(params_file, profile, datasets=BuildConfig, judge=JudgeConfig, tasks=TasksConfig)
     try:
-        params = load_params(params_file)
-        config = section(params, "datasets", BuildConfig, file=str(params_file))
-        judge_config = section(params, "judge", JudgeConfig, file=str(params_file))
-        task_dirs = section(params, "tasks", TasksConfig, file=str(params_file)).dirs
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
-    try:
-        summary = build_datasets(rollouts, out, judge_from_config(judge_config), load_task_contexts(task_dirs),
-                                 config)
+        summary = build_datasets(rollouts, out, judge_from_config(p.judge), load_task_contexts(p.tasks.dirs),
+                                 p.datasets)
     except JudgeError as e:
         raise click.ClickException(str(e)) from e
     counts = " ".join(f"{k.removesuffix('.jsonl')}={v}" for k, v in summary.counts.items())

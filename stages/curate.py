@@ -1,6 +1,7 @@
 """DVC stage `curate`: the multi-turn RL task list, in data/curated.
 
-    python stages/curate.py                          # what `dvc repro curate` runs
+    python stages/curate.py --rollouts data/rollouts/grpo/rollouts.jsonl --index data/tasks.json \
+        --out data/curated                           # what `dvc repro curate` runs
     python stages/curate.py --rollouts /tmp/synthetic.jsonl --out /tmp/curated
 
 Eval tasks come from the task index's `split` (data/tasks.json): curation never selects them, nor a
@@ -17,29 +18,24 @@ from pathlib import Path
 import click
 
 from termagent.curate import CurateConfig
-from termagent.curate.cli import run_curation
+from termagent.curate.run import run_curation
 from termagent.judge import JudgeConfig, JudgeError, judge_from_config
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
 from termagent.tasks.index import TasksConfig
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--rollouts", default="data/rollouts/grpo/rollouts.jsonl", show_default=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--index", default="data/tasks.json", show_default=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", default="data/curated", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, rollouts: Path, index: Path, out: Path) -> None:
+def main(params_file: Path, profile: str | None, rollouts: Path, index: Path, out: Path) -> None:
+    p = read_sections(params_file, profile, curate=CurateConfig, judge=JudgeConfig, tasks=TasksConfig)
     try:
-        params = load_params(params_file)
-        config = section(params, "curate", CurateConfig, file=str(params_file))
-        judge_config = section(params, "judge", JudgeConfig, file=str(params_file))
-        task_dirs = [Path(d) for d in section(params, "tasks", TasksConfig, file=str(params_file)).dirs]
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
-    try:
-        summary = run_curation(rollouts, task_dirs, out, judge_from_config(judge_config), config, index=index)
+        summary = run_curation(rollouts, [Path(d) for d in p.tasks.dirs], out, judge_from_config(p.judge), p.curate,
+                               index=index)
     except (JudgeError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     click.echo(json.dumps(summary))

@@ -1,124 +1,45 @@
 """DVC stages `<model>_eval` (base_eval, sft_eval, ...): evaluate one model on the held-out tasks.
 
-    python stages/eval.py --model base          # what `dvc repro base_eval` runs
-    python stages/eval.py --model sft --params profiles/h100.yaml
+    python stages/eval.py --model base --tasks data/tasks.json --image data/image.json \
+        --out data/eval/base --metrics metrics/eval/base.json        # what `dvc repro base_eval` runs
+    python stages/eval.py --model sft --profile h100 ...
 
-eval.backend local: every task of split eval.split × eval.attempts through the sandbox with the
-TerminusAgent (agent: section = the protocol); the policy is models/base (+ models/<model> when that
-is an adapter), in-process (eval.policy hf) or behind `termagent serve` (eval.policy serve).
-eval.backend harbor | tb1: serve the model and run the official harness (Python >= 3.12, internet).
+Runs termagent.evaluate.model.evaluate_model (backend local | harbor | tb1).
 Reads params: eval (all keys), agent (all keys), serve (policy serve / harbor / tb1), sandbox runner keys.
-Writes metrics/eval/<model>.json and data/eval/<model>/ (trajectories, index.json, index.html).
+Writes --metrics and --out (trajectories, index.json, index.html).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import subprocess
-import time
 from pathlib import Path
 
 import click
 
+from termagent.agent.config import AgentConfig
 from termagent.evaluate.config import EvalConfig
-from termagent.evaluate.runner import (
-    SerializedPolicy,
-    local_protocol,
-    model_dirs,
-    policy_spec,
-    run_local_eval,
-    write_eval_outputs,
-)
-from termagent.params import ParamsError, load_params, section
+from termagent.evaluate.model import evaluate_model
+from termagent.params import profile_option, read_sections
+from termagent.sandbox.settings import SandboxParams
+from termagent.serve import ServeConfig
 
-
-def eval_local(model: str, cfg: EvalConfig, params: dict, params_file: Path, out_dir: Path, metrics: Path) -> dict:
-    from termagent.agent import AgentConfig, TerminusAgent
-    from termagent.policy import make_policy
-    from termagent.sandbox.runner import Sandbox
-    from termagent.sandbox.settings import SandboxParams
-    from termagent.serve import ServeConfig, serving
-    from termagent.tasks.index import tasks_in_split
-
-    agent_cfg = section(params, "agent", AgentConfig, file=str(params_file))
-    tasks = tasks_in_split("data/tasks.json", cfg.split)
-    if cfg.max_tasks:
-        tasks = sorted(tasks, key=lambda t: t.id)[: cfg.max_tasks]
-    if not tasks:
-        raise click.ClickException(f"data/tasks.json: no task in split {cfg.split!r}")
-    image = json.loads(Path("data/image.json").read_text())["image"]
-    sandbox = Sandbox(section(params, "sandbox", SandboxParams, file=str(params_file)).sandbox_config(image))
-
-    with contextlib.ExitStack() as stack:
-        if cfg.policy == "serve":
-            base, adapter = model_dirs(model)
-            serve_cfg = section(params, "serve", ServeConfig, file=str(params_file))
-            url = stack.enter_context(serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg,
-                                              log_path=out_dir / "serve.log"))
-            # The served model's own tokenizer counts the context (never a guess).
-            policy = make_policy(f"openai:{url}", tokenizer=str(base))
-        else:
-            policy = SerializedPolicy(make_policy(policy_spec(model)))
-        stack.callback(policy.close)
-        agent = TerminusAgent(policy, agent_cfg)
-        click.echo(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")
-        trajectories, wall_s = run_local_eval(sandbox, tasks, agent, attempts=cfg.attempts,
-                                              concurrency=cfg.concurrency, model=model)
-        context_limit = getattr(policy, "context_limit", None)  # the policy's own, when params set none
-    protocol = local_protocol(agent_cfg, tasks, agent=f"termagent {agent.name}", context_limit=context_limit)
-    return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics, model=model,
-                              protocol=protocol, wall_s=wall_s, extra_metrics={"backend": "local", "split": cfg.split})
-
-
-def eval_official(model: str, cfg: EvalConfig, params: dict, params_file: Path, out_dir: Path, metrics: Path) -> dict:
-    from termagent.evaluate import harbor, tb1
-    from termagent.serve import ServeConfig, serving
-
-    # Fail before starting a server when the harness is missing.
-    harbor.require_tool("harbor" if cfg.backend == "harbor" else "tb", "See patches/README.md.")
-    base, adapter = model_dirs(model)
-    serve_cfg = section(params, "serve", ServeConfig, file=str(params_file))
-    started = time.monotonic()
-    with serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg) as url:
-        served = harbor.served_model_id(url, adapter=adapter is not None)
-        if cfg.backend == "harbor":
-            h = cfg.harbor
-            run = harbor.HarborRunConfig(
-                served_model=served, api_base=url, jobs_dir=Path(h.jobs_dir), job_name=f"{model}-{int(time.time())}",
-                dataset=h.dataset, agent=h.agent, n_concurrent=h.n_concurrent, n_attempts=cfg.attempts,
-                temperature=h.temperature, max_input_tokens=h.max_input_tokens, max_output_tokens=h.max_output_tokens)
-            records, summary = harbor.convert_harbor_job(harbor.run_harbor(run, log_path=out_dir / "harbor.log"))
-            protocol = {"temperature": h.temperature, "max_input_tokens": h.max_input_tokens,
-                        "max_output_tokens": h.max_output_tokens, "timeouts": "dataset defaults",
-                        "agent": f"harbor {h.agent} ({h.dataset})"}
-        else:
-            t = cfg.tb1
-            run = tb1.TB1RunConfig(served_model=served, api_base=url, output_path=Path(t.runs_dir),
-                                   run_id=f"{model}-{int(time.time())}", dataset=t.dataset, agent=t.agent,
-                                   n_concurrent=t.n_concurrent, n_attempts=cfg.attempts, temperature=t.temperature)
-            records, summary = tb1.convert_tb1_results(tb1.run_tb1(run, log_path=out_dir / "tb1.log"))
-            protocol = {"temperature": t.temperature, "max_input_tokens": None, "max_output_tokens": None,
-                        "timeouts": "dataset defaults", "agent": f"tb {t.agent} ({t.dataset})"}
-    return write_eval_outputs(records, out_dir=out_dir, metrics_path=metrics, model=model, protocol=protocol,
-                              wall_s=time.monotonic() - started,
-                              extra_metrics={"backend": cfg.backend, "official": summary})
+PathType = click.Path(path_type=Path)
 
 
 @click.command()
 @click.option("--model", required=True, help="Model name: base, or a directory name under models/ (sft, dpo, ...).")
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
-def main(model: str, params_file: Path) -> None:
+@click.option("--tasks", "tasks_index", default="data/tasks.json", show_default=True, type=PathType)
+@click.option("--image", "image_record", default="data/image.json", show_default=True, type=PathType)
+@click.option("--out", "out_dir", required=True, type=PathType, help="data/eval/<model>")
+@click.option("--metrics", "metrics_path", required=True, type=PathType, help="metrics/eval/<model>.json")
+@profile_option
+def main(model: str, tasks_index: Path, image_record: Path, out_dir: Path, metrics_path: Path,
+         params_file: Path, profile: str | None) -> None:
+    p = read_sections(params_file, profile, eval=EvalConfig, agent=AgentConfig, sandbox=SandboxParams,
+                      serve=ServeConfig)
     try:
-        params = load_params(params_file)
-        cfg = section(params, "eval", EvalConfig, file=str(params_file))
-    except (ParamsError, ValueError) as e:
-        raise click.ClickException(str(e)) from e
-    out_dir, metrics_path = Path("data/eval") / model, Path("metrics/eval") / f"{model}.json"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    run = eval_local if cfg.backend == "local" else eval_official
-    try:
-        m = run(model, cfg, params, params_file, out_dir, metrics_path)
+        m = evaluate_model(model, p.eval, agent=p.agent, sandbox=p.sandbox, serve=p.serve, tasks_index=tasks_index,
+                           image_record=image_record, out_dir=out_dir, metrics_path=metrics_path, log=click.echo)
     except (FileNotFoundError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
         raise click.ClickException(str(e)) from e
     click.echo(f"{metrics_path}: accuracy {m['accuracy']:.3f} ± {m['accuracy_stderr']:.3f} "

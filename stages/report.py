@@ -13,30 +13,27 @@ from pathlib import Path
 
 import click
 
-from termagent.atomic import write_json
 from termagent.evaluate.config import ReportConfig
-from termagent.params import ParamsError, load_params, section
-from termagent.report.build import build_summary, load_eval_metrics, metrics_view, write_reports
+from termagent.params import profile_option, read_sections
+from termagent.report.build import build_summary, load_eval_metrics, write_reports
 
 
 @click.command()
 @click.argument("metric_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--summary", "summary_path", default="metrics/summary.json", show_default=True,
               type=click.Path(path_type=Path))
 @click.option("--reports", "reports_dir", default="reports", show_default=True, type=click.Path(path_type=Path))
-def main(metric_files: tuple[Path, ...], params_file: Path, summary_path: Path, reports_dir: Path) -> None:
+def main(metric_files: tuple[Path, ...], params_file: Path, profile: str | None, summary_path: Path,
+         reports_dir: Path) -> None:
+    cfg = read_sections(params_file, profile, report=ReportConfig).report
     try:
-        cfg = section(load_params(params_file), "report", ReportConfig, file=str(params_file))
         metrics = load_eval_metrics(list(metric_files))
         summary = build_summary(metrics, base=cfg.base, n_resamples=cfg.n_resamples,
                                 confidence=cfg.confidence, seed=cfg.seed)
-    except (ParamsError, ValueError) as e:
+    except ValueError as e:
         raise click.ClickException(str(e)) from e
-    write_reports(summary, metrics, reports_dir)
-    write_json(reports_dir / "overlap.json", {"overlap": summary["overlap"],
-                                              "solved": {m: s["solved"] for m, s in summary["models"].items()}})
-    write_json(summary_path, metrics_view(summary))
+    write_reports(summary, metrics, reports_dir, summary_path=summary_path)
     for name, s in summary["models"].items():
         click.echo(f"{name:>10}: accuracy {s['accuracy']:.3f} ± {s['accuracy_stderr']:.3f}, solved {s['n_solved']}/{s['n_tasks']}")
     for name, c in summary["comparisons"].items():

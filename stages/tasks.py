@@ -1,10 +1,11 @@
 """DVC stage `tasks`: validate every task under params `tasks.dirs`, split them into train / eval,
 and write the index data/tasks.json (id, hash, layout, split, path, metadata).
 
-    python stages/tasks.py                 # what `dvc repro tasks` runs
-    python stages/tasks.py --out /tmp/tasks.json --params profiles/h100.yaml
+    python stages/tasks.py --out data/tasks.json       # what `dvc repro tasks` runs
+    python stages/tasks.py --out /tmp/tasks.json --profile h100
 
 Reads params: tasks.dirs, tasks.eval_fraction, tasks.split_seed, tasks.stratify_by.
+`termagent tasks index PATHS` runs the same `index_tasks` with its flags instead of params.
 """
 
 from __future__ import annotations
@@ -13,36 +14,21 @@ from pathlib import Path
 
 import click
 
-from termagent.params import ParamsError, load_params, section
-from termagent.tasks.index import TasksConfig, build_index, write_index
-from termagent.tasks.load import discover_tasks
+from termagent.params import profile_option, read_sections
+from termagent.tasks.index import TasksConfig, index_tasks
 from termagent.tasks.model import TaskError
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--out", default="data/tasks.json", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, out: Path) -> None:
+def main(params_file: Path, profile: str | None, out: Path) -> None:
+    cfg = read_sections(params_file, profile, tasks=TasksConfig).tasks
     try:
-        cfg = section(load_params(params_file), "tasks", TasksConfig, file=str(params_file))
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
-    try:
-        tasks = discover_tasks(cfg.dirs)
+        lines = index_tasks(cfg, out, root=Path.cwd())  # index paths are relative to the repository root
     except TaskError as e:
         raise click.ClickException(str(e)) from e
-
-    # Paths in the index are relative to the repository root (this stage runs there).
-    index = build_index(tasks, cfg.eval_fraction, cfg.split_seed, cfg.stratify_by, root=Path.cwd())
-    write_index(index, out)
-    by_difficulty: dict[str, dict[str, int]] = {}
-    for record in index["tasks"]:
-        counts = by_difficulty.setdefault(str(record["difficulty"]), {"train": 0, "eval": 0})
-        counts[record["split"]] += 1
-    click.echo(f"{out}: {len(tasks)} tasks, train {index['counts'].get('train', 0)}, "
-               f"eval {index['counts'].get('eval', 0)}")
-    for difficulty, counts in sorted(by_difficulty.items()):
-        click.echo(f"  {difficulty:>8}: train {counts['train']:>3}  eval {counts['eval']:>3}")
+    click.echo("\n".join(lines))
 
 
 if __name__ == "__main__":

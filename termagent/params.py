@@ -1,8 +1,24 @@
-"""Typed, validated view of params.yaml: one dataclass per section, built by the stage scripts.
+"""The one reader of params.yaml: one typed, validated dataclass per section, for stages and CLIs.
 
-The library never reads params.yaml itself; a stage calls `section(params, "sandbox", SandboxConfig)`
-and hands the dataclass on. Errors name the file and the key, e.g.
-`params.yaml: sandbox.concurrency must be int, got 'eight'`.
+    params = load_params("params.yaml", profile="h100")   # profiles/h100.yaml deep-merged over it
+    cfg = section(params, "agent", AgentConfig)             # or, in a click command:
+    s = read_sections("params.yaml", None, agent=AgentConfig, eval=EvalConfig)   # ClickException on error
+
+The library never reads params.yaml: stages and CLI commands call this module and hand the typed
+configs on. Errors name the file and the key, e.g. `params.yaml: sandbox.concurrency must be int, got
+'eight'`.
+
+One default, once. The config dataclass next to the code holds every default (with a one-line why);
+params.yaml restates the values only because DVC tracks them. `SECTIONS` maps each params.yaml section
+to its dataclass and `EMBEDDED_OVERRIDES` names the few keys where params.yaml (the embedded CPU
+profile) deliberately differs from the dataclass, with the reason. tests/test_params_defaults.py
+builds every section both ways and fails naming `section.key` on any other difference.
+To add a section: add its dataclass to `SECTIONS` ("name": "module:Class"), and a key of
+`EMBEDDED_OVERRIDES` for each value params.yaml sets on purpose away from the dataclass default.
+
+Profiles are layered when read: a profile file holds only the keys it changes, and
+`load_params(path, profile=...)` merges it over params.yaml (`make profile-h100` writes the same merge
+into params.yaml). A partial profile is never read as a whole params file.
 """
 
 from __future__ import annotations
@@ -11,6 +27,7 @@ import dataclasses
 import types
 import typing
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 import yaml
@@ -22,8 +39,83 @@ class ParamsError(ValueError):
     pass
 
 
-def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    path = Path(path)
+# params.yaml section -> its config dataclass ("module:Class"), the one place a section is registered.
+SECTIONS: dict[str, str] = {
+    "sandbox": "termagent.sandbox.settings:SandboxParams",
+    "tasks": "termagent.tasks.index:TasksConfig",
+    "base_model": "termagent.models:BaseModelConfig",
+    "serve": "termagent.serve:ServeConfig",
+    "agent": "termagent.agent.config:AgentConfig",
+    "eval": "termagent.evaluate.config:EvalConfig",
+    "report": "termagent.evaluate.config:ReportConfig",
+    "judge": "termagent.judge:JudgeConfig",
+    "datasets": "termagent.datasets.build:BuildConfig",
+    "curate": "termagent.curate:CurateConfig",
+    "grpo": "termagent.train.grpo:GRPOParams",
+}
+
+# `section.key` -> why params.yaml (the embedded CPU profile) sets it away from the dataclass default.
+EMBEDDED_OVERRIDES: dict[str, str] = {
+    "agent.max_turns": "CPU profile: the tiny model rarely ends a task; 8 turns keep base_eval within minutes",
+    "agent.max_output_tokens": "CPU profile: replies of the tiny model; 512 tokens keep CPU generation short",
+    "grpo.num_generations": "CPU profile: groups of 4 (8 on the H100) keep a step within a minute on 2 cores",
+    "grpo.gradient_accumulation_steps": "CPU profile: 4 x 2 = 2 prompts x 4 replies per step",
+    "grpo.round2.gradient_accumulation_steps": "CPU profile: round 2's group of 16 needs 4 x 4 per step",
+    "grpo.max_steps": "CPU profile: a few steps show signal in minutes; the H100 runs 200",
+    "grpo.learning_rate": "CPU profile: 10x the H100's 5e-6 so a few steps move the tiny model",
+    "grpo.max_completion_length": "CPU profile: one short JSON action; 2048 on the H100",
+    "grpo.save_steps": "CPU profile: a checkpoint every 2 steps so a crash loses little",
+    "grpo.concurrency": "CPU profile: 4 containers at once on 2 cores",
+    "grpo.use_vllm": "CPU profile: no GPU, generation in-process with transformers",
+}
+
+PROFILES_DIR = Path("profiles")
+
+
+def section_class(name: str) -> type:
+    """The dataclass registered for params section `name`."""
+    import importlib
+
+    if name not in SECTIONS:
+        raise ParamsError(f"params section {name!r} is not registered in termagent.params.SECTIONS")
+    module, attr = SECTIONS[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def merge_profile(base: dict, override: dict, where: str = "") -> dict:
+    """Deep-merge `override` (a profile) into `base` in place. A profile key that `base` lacks is an error
+    (it would silently do nothing otherwise); `null` in the profile sets null."""
+    for key, value in (override or {}).items():
+        if key not in base:
+            raise ParamsError(f"profile key {where}{key} does not exist in params.yaml")
+        if isinstance(value, dict) and isinstance(base[key], dict):
+            merge_profile(base[key], value, f"{where}{key}.")
+        else:
+            base[key] = value
+    return base
+
+
+def profile_path(profile: str | Path) -> Path:
+    """profiles/<name>.yaml for a name, or the path itself."""
+    path = Path(profile)
+    if path.suffix in (".yaml", ".yml"):
+        return path
+    path = PROFILES_DIR / f"{profile}.yaml"
+    if not path.exists():
+        available = sorted(p.stem for p in PROFILES_DIR.glob("*.yaml"))
+        raise ParamsError(f"{path}: no such profile (available: {available})")
+    return path
+
+
+def load_params(path: str | Path = "params.yaml", profile: str | Path | None = None) -> dict[str, Any]:
+    """params.yaml as a dict, with `profile` (a name under profiles/ or a path) merged over it."""
+    params = _read_yaml(Path(path))
+    if profile:
+        merge_profile(params, _read_yaml(profile_path(profile)))
+    return params
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text())
     except FileNotFoundError:
@@ -106,3 +198,31 @@ def build(cls: type[T], data: Any, where: str) -> T:
 
 def section(params: dict[str, Any], name: str, cls: type[T], file: str = "params.yaml") -> T:
     return build(cls, params.get(name), f"{file}: {name}")
+
+
+def read_sections(params_file: str | Path = "params.yaml", profile: str | Path | None = None, *,
+                  missing_ok: bool = False, **sections: type) -> SimpleNamespace:
+    """For a click command: the named sections, typed (`read_sections(f, None, agent=AgentConfig).agent`).
+    Any error becomes a click.ClickException naming file and key. `missing_ok`: a command run outside the
+    repository (no params file) gets the dataclass defaults."""
+    import click
+
+    where = f"{params_file}+{profile}" if profile else str(params_file)
+    try:
+        if missing_ok and not Path(params_file).is_file() and not profile:
+            params: dict[str, Any] = {}
+        else:
+            params = load_params(params_file, profile)
+        return SimpleNamespace(**{name: section(params, name, cls, file=where) for name, cls in sections.items()})
+    except ParamsError as e:
+        raise click.ClickException(str(e)) from e
+
+
+def profile_option(func):
+    """The `--params FILE` and `--profile NAME` options every stage and params-reading command takes."""
+    import click
+
+    func = click.option("--profile", default=None,
+                        help="A profile merged over --params (profiles/NAME.yaml holds only the keys it changes).")(func)
+    return click.option("--params", "params_file", default="params.yaml", show_default=True,
+                        type=click.Path(path_type=Path), help="The params file (DVC tracks it).")(func)

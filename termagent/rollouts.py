@@ -16,14 +16,9 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Self, TypedDict
+from typing import Any, NotRequired, Self, TypedDict
 
 from termagent import atomic
-
-try:  # NotRequired is 3.11+; the project requires 3.11
-    from typing import NotRequired
-except ImportError:  # pragma: no cover
-    from typing import NotRequired
 
 
 class TurnInfo(TypedDict):

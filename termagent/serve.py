@@ -239,14 +239,6 @@ def serving(model_dir: str | Path, adapter: str | Path | None = None, backend: B
 
 
 # -- command --------------------------------------------------------------------------------------
-def _serve_config(params_path: Path) -> ServeConfig:
-    if not params_path.is_file():
-        return ServeConfig()
-    from termagent.params import load_params, section
-
-    return section(load_params(params_path), "serve", ServeConfig, file=str(params_path))
-
-
 @click.command()
 @click.option("--model", "model_dir", required=True, type=click.Path(exists=True, file_okay=False),
               help="Model directory (e.g. models/base).")
@@ -260,7 +252,9 @@ def _serve_config(params_path: Path) -> ServeConfig:
 @click.option("--log", "log_path", type=click.Path(path_type=Path), default=None, help="Server log file.")
 def serve(model_dir, adapter, backend, port, host, params_path, log_path) -> None:
     """Serve a model over an OpenAI-compatible API until Ctrl-C."""
-    config = _serve_config(params_path)
+    from termagent.params import read_sections
+
+    config = read_sections(params_path, missing_ok=True, serve=ServeConfig).serve
 
     def terminate(signum, frame):  # SIGTERM: leave through the same path as Ctrl-C
         raise KeyboardInterrupt

@@ -24,10 +24,11 @@ def docker_client():
 @pytest.fixture(scope="session")
 def base_image(docker_client):
     """The sandbox base image of params.yaml's recipe (a `BaseImage`: .tag, .id), built if absent."""
+    from termagent.params import load_params, section
     from termagent.sandbox.image import ensure_base_image
-    from termagent.sandbox.settings import load_sandbox_params
+    from termagent.sandbox.settings import SandboxParams
 
-    recipe = load_sandbox_params(str(REPO / "params.yaml")).base_recipe()
+    recipe = section(load_params(REPO / "params.yaml"), "sandbox", SandboxParams).base_recipe()
     return ensure_base_image(recipe, client=docker_client)
 
 

@@ -20,7 +20,7 @@ _sessions = itertools.count()
 
 @pytest.fixture(scope="module")
 def trial(base_image, docker_client):
-    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
     from termagent.tasks.load import load_task
 
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=1), client=docker_client)

@@ -11,7 +11,6 @@ Writes OUT/trajectory.json (the episode record + reward, rewards, error of the t
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 
 import click
@@ -43,23 +42,22 @@ def run(task_dir: Path, policy_spec: str, model: str | None, max_turns: int | No
         out_dir: Path, params_file: str) -> None:
     """Run one episode of TASK_DIR and write OUT/trajectory.json; print the reward."""
     from termagent.agent import AgentConfig, TerminusAgent
-    from termagent.params import ParamsError, load_params, section
+    from termagent.params import read_sections
     from termagent.policy import PolicyError, make_policy
-    from termagent.sandbox.runner import Sandbox, run_trial
-    from termagent.sandbox.settings import load_sandbox_params
+    from termagent.sandbox import Sandbox, SandboxParams, run_trial
     from termagent.tasks.load import load_task
     from termagent.tasks.model import TaskError
 
+    params = read_sections(params_file, missing_ok=True, agent=AgentConfig, sandbox=SandboxParams)
+    sandbox_params = params.sandbox
     try:
-        sandbox_params = load_sandbox_params(params_file)
-        config = (section(load_params(params_file), "agent", AgentConfig, file=params_file)
-                  if os.path.exists(params_file) else AgentConfig())
+        config = params.agent
         overrides = {"max_turns": max_turns, "max_output_tokens": max_output_tokens,
                      "temperature": temperature, "context_limit": context_limit}
         config = dataclasses.replace(config, **{k: v for k, v in overrides.items() if v is not None})
         sandbox_config = sandbox_params.sandbox_config()
         task = load_task(task_dir)
-    except (ParamsError, TaskError, ValueError) as e:
+    except (TaskError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if sandbox_config.base_image.split(":")[-1] != "latest":
         from termagent.sandbox.image import ensure_base_image

@@ -15,13 +15,13 @@ import click
 
 from termagent.datasets.build import BuildConfig, build_datasets
 from termagent.datasets.synthetic import SynthConfig, generate_rollouts
-from termagent.judge import OpenAIJudgeConfig, load_task_contexts, make_judge
+from termagent.judge import JudgeConfig, OpenAIJudgeConfig, load_task_contexts, make_judge
 
 
 def judge_options(f):
     """The options that pick and configure a judge (shared with `termagent curate`)."""
     options = [
-        click.option("--judge", "judge_name", type=click.Choice(["rules", "openai"]), default="rules",
+        click.option("--judge", "judge_name", type=click.Choice(["rules", "openai"]), default=JudgeConfig.backend,
                      show_default=True, help="rules: offline, deterministic; openai: an OpenAI-compatible model"),
         click.option("--judge-base-url", default=OpenAIJudgeConfig.base_url, show_default=True),
         click.option("--judge-model", default=OpenAIJudgeConfig.model, show_default=True),
@@ -79,7 +79,7 @@ def build(rollouts: Path, tasks_dirs: tuple[Path, ...], out: Path, pass_threshol
 @click.option("--n", type=int, default=SynthConfig.n, show_default=True, help="rollouts to write")
 @click.option("--generations", type=int, default=SynthConfig.generations, show_default=True)
 @click.option("--tasks-per-step", type=int, default=SynthConfig.tasks_per_step, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=int, default=SynthConfig.seed, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True)
 def synth(tasks_dirs: tuple[Path, ...], n: int, generations: int, tasks_per_step: int, seed: int, out: Path) -> None:
     """Synthetic rollouts.jsonl in the GRPO schema, from the tasks' reference solutions."""

@@ -24,6 +24,7 @@ from pathlib import Path
 from termagent.datasets.completion import terminus_completion
 from termagent.judge.shell import solution_commands
 from termagent.judge.task_context import TaskContext
+from termagent.protocol import build_initial_messages
 from termagent.rewards import RewardWeights, single_turn_reward
 from termagent.rollouts import AtomicJsonlWriter
 
@@ -84,10 +85,6 @@ def _rollout_for(kind: str, task: TaskContext, cmds: list[str], rng: random.Rand
 
 
 def _prompt(task: TaskContext) -> list[dict]:
-    try:
-        from termagent.protocol import build_initial_messages
-    except ImportError:
-        return [{"role": "user", "content": f"Task:\n{task.instruction.strip()}\n\nCurrent terminal state:\n$ "}]
     return build_initial_messages(task.instruction, f"root@sandbox:{task.workdir}# ")
 
 

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import click
 
+from termagent.evaluate.config import EvalConfig, ReportConfig
+from termagent.params import profile_option, read_sections
+
 
 @click.group("eval")
 def eval_group() -> None:
@@ -77,31 +80,24 @@ def convert(kind: str, run_dir: Path, model: str, out: Path, viewer_dir: Path | 
 @eval_group.command("harbor-command")
 @click.option("--served-model", required=True, help="The model id the server answers to.")
 @click.option("--api-base", required=True, help="e.g. http://127.0.0.1:8000/v1")
-@click.option("--jobs-dir", default="data/harbor_jobs", show_default=True, type=click.Path(path_type=Path))
 @click.option("--job-name", default="manual", show_default=True)
-@click.option("--attempts", default=5, show_default=True)
-@click.option("--concurrent", default=4, show_default=True)
-@click.option("--max-input-tokens", default=24000, show_default=True)
-@click.option("--max-output-tokens", default=8192, show_default=True)
-@click.option("--temperature", default=0.7, show_default=True)
-def harbor_command(served_model, api_base, jobs_dir, job_name, attempts, concurrent, max_input_tokens,
-                   max_output_tokens, temperature) -> None:
-    """Print the `harbor run` command the harbor backend would run (to run it by hand)."""
+@profile_option
+def harbor_command(served_model, api_base, job_name, params_file, profile) -> None:
+    """Print the `harbor run` command the harbor backend would run with params' `eval:` section."""
     from termagent.evaluate.harbor import HarborRunConfig, harbor_run_argv
 
-    argv = harbor_run_argv(HarborRunConfig(
-        served_model=served_model, api_base=api_base, jobs_dir=jobs_dir, job_name=job_name,
-        n_attempts=attempts, n_concurrent=concurrent, temperature=temperature,
-        max_input_tokens=max_input_tokens, max_output_tokens=max_output_tokens))
+    cfg = read_sections(params_file, profile, missing_ok=True, eval=EvalConfig).eval
+    argv = harbor_run_argv(HarborRunConfig(served_model=served_model, api_base=api_base, job_name=job_name,
+                                           n_attempts=cfg.attempts, section=cfg.harbor))
     click.echo(shlex.join(argv))
 
 
 @click.command("report")
 @click.argument("metric_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--base", default="base", show_default=True, help="Model every other is compared with.")
-@click.option("--n-resamples", default=10000, show_default=True)
-@click.option("--confidence", default=0.95, show_default=True)
-@click.option("--seed", default=0, show_default=True)
+@click.option("--base", default=ReportConfig.base, show_default=True, help="Model every other is compared with.")
+@click.option("--n-resamples", default=ReportConfig.n_resamples, show_default=True)
+@click.option("--confidence", default=ReportConfig.confidence, show_default=True)
+@click.option("--seed", default=ReportConfig.seed, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), help="Also write overlap.md, comparison.md, accuracy.png here.")
 def report(metric_files, base, n_resamples, confidence, seed, out) -> None:
     """Compare eval metrics files (metrics/eval/*.json): overlap and paired bootstrap vs the base."""

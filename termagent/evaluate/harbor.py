@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termagent.evaluate.config import HarborSection
+
 
 class BenchmarkToolMissing(RuntimeError):
     """`harbor` / `tb` is not on PATH."""
@@ -31,18 +33,18 @@ class BenchmarkToolMissing(RuntimeError):
 
 @dataclass(frozen=True)
 class HarborRunConfig:
+    """One `harbor run`: params `eval.harbor` (the section, its defaults) plus what this run serves."""
+
     served_model: str  # the name the OpenAI-compatible server answers to
     api_base: str  # e.g. http://127.0.0.1:8000/v1
-    jobs_dir: Path
     job_name: str
-    dataset: str = "terminal-bench@2.0"
-    agent: str = "terminus-2"
-    n_concurrent: int = 4
-    n_attempts: int = 5
-    temperature: float = 0.7
-    max_input_tokens: int = 24000
-    max_output_tokens: int = 8192
+    n_attempts: int  # eval.attempts
+    section: HarborSection = field(default_factory=HarborSection)
     extra_agent_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def jobs_dir(self) -> Path:
+        return Path(self.section.jobs_dir)
 
 
 def harbor_model_info(max_input_tokens: int, max_output_tokens: int) -> dict[str, Any]:
@@ -63,24 +65,24 @@ def harbor_run_argv(cfg: HarborRunConfig) -> list[str]:
     -m model, --ak key=value (JSON-parsed), -n concurrent trials, -k attempts, -o jobs dir."""
     agent_kwargs: dict[str, Any] = {
         "api_base": cfg.api_base,
-        "model_info": harbor_model_info(cfg.max_input_tokens, cfg.max_output_tokens),
-        "temperature": cfg.temperature,
+        "model_info": harbor_model_info(cfg.section.max_input_tokens, cfg.section.max_output_tokens),
+        "temperature": cfg.section.temperature,
         # terminus-2 sends no max_tokens by default: vLLM would then allow up to the whole
         # remaining context. llm_call_kwargs reach every call (main loop and summarisation).
-        "llm_call_kwargs": {"max_tokens": int(cfg.max_output_tokens)},
+        "llm_call_kwargs": {"max_tokens": int(cfg.section.max_output_tokens)},
         **cfg.extra_agent_kwargs,
     }
     argv = [
         "harbor", "run",
-        "-d", cfg.dataset,
-        "-a", cfg.agent,
+        "-d", cfg.section.dataset,
+        "-a", cfg.section.agent,
         "-m", f"openai/{cfg.served_model}",
     ]
     for key, value in agent_kwargs.items():
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
         argv += ["--ak", f"{key}={text}"]
     argv += [
-        "-n", str(cfg.n_concurrent),
+        "-n", str(cfg.section.n_concurrent),
         "-k", str(cfg.n_attempts),
         "-o", str(cfg.jobs_dir),
         "--job-name", cfg.job_name,

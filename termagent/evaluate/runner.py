@@ -57,7 +57,7 @@ def run_local_eval(
 ) -> tuple[list[dict], float]:
     """Run every task `attempts` times (attempt 0..attempts-1) with at most `concurrency` trials at
     once. Returns (trajectories, wall seconds)."""
-    from termagent.sandbox.runner import run_trials  # heavy (docker SDK): imported when an eval runs
+    from termagent.sandbox import run_trials  # heavy (docker SDK): imported when an eval runs
 
     if attempts < 1:
         raise ValueError(f"eval.attempts must be >= 1, got {attempts}")
@@ -82,6 +82,16 @@ def local_protocol(agent_cfg, tasks: list, *, agent: str, context_limit: int | N
     return {"temperature": agent_cfg.temperature, "max_input_tokens": agent_cfg.context_limit or context_limit,
             "max_output_tokens": agent_cfg.max_output_tokens, "max_turns": agent_cfg.max_turns,
             "context_strategy": agent_cfg.context_strategy, "timeouts": timeouts, "agent": agent}
+
+
+def official_protocol(backend: str, section) -> dict[str, Any]:
+    """The metrics' `protocol` of an official run (`eval.harbor` / `eval.tb1` section)."""
+    if backend == "harbor":
+        return {"temperature": section.temperature, "max_input_tokens": section.max_input_tokens,
+                "max_output_tokens": section.max_output_tokens, "timeouts": "dataset defaults",
+                "agent": f"harbor {section.agent} ({section.dataset})"}
+    return {"temperature": section.temperature, "max_input_tokens": None, "max_output_tokens": None,
+            "timeouts": "dataset defaults", "agent": f"tb {section.agent} ({section.dataset})"}
 
 
 def write_json(path: Path, obj: Any) -> None:

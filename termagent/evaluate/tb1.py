@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termagent.evaluate.config import TB1Section
 from termagent.evaluate.harbor import require_tool, run_harness
 
 # TB1 failure modes -> the error classes our sandbox and Harbor use, so one errors{} table reads the
@@ -37,25 +38,27 @@ NO_FAILURE = {"none", "unset", None}
 
 @dataclass(frozen=True)
 class TB1RunConfig:
+    """One `tb run`: params `eval.tb1` (the section, its defaults) plus what this run serves."""
+
     served_model: str
     api_base: str
-    output_path: Path
     run_id: str
-    dataset: str = "terminal-bench-core==0.1.1"
-    agent: str = "terminus-2"
-    n_concurrent: int = 4
-    n_attempts: int = 5
-    temperature: float = 0.7
+    n_attempts: int  # eval.attempts
+    section: TB1Section = field(default_factory=TB1Section)
+
+    @property
+    def output_path(self) -> Path:
+        return Path(self.section.runs_dir)
 
 
 def tb_run_argv(cfg: TB1RunConfig) -> list[str]:
     """The `tb run` command line (terminal_bench/cli/tb/runs.py, 0.2.18). Its --agent-kwarg values
     are split on '=' once per kwarg, so a value must not contain '='."""
-    kwargs = {"api_base": cfg.api_base, "temperature": cfg.temperature}
+    kwargs = {"api_base": cfg.api_base, "temperature": cfg.section.temperature}
     argv = [
         "tb", "run",
-        "--dataset", cfg.dataset,
-        "--agent", cfg.agent,
+        "--dataset", cfg.section.dataset,
+        "--agent", cfg.section.agent,
         "--model", f"openai/{cfg.served_model}",
     ]
     for key, value in kwargs.items():
@@ -63,7 +66,7 @@ def tb_run_argv(cfg: TB1RunConfig) -> list[str]:
             raise ValueError(f"tb --agent-kwarg {key}: value {value!r} contains '=', which tb cannot parse")
         argv += ["--agent-kwarg", f"{key}={value}"]
     argv += [
-        "--n-concurrent", str(cfg.n_concurrent),
+        "--n-concurrent", str(cfg.section.n_concurrent),
         "--n-attempts", str(cfg.n_attempts),
         "--output-path", str(cfg.output_path),
         "--run-id", cfg.run_id,

@@ -40,6 +40,7 @@ from termagent.judge.base import (
 )
 from termagent.judge.rules import RulesJudge
 from termagent.judge.task_context import TaskContext
+from termagent.redact import redact
 
 log = logging.getLogger(__name__)
 PROMPT_VERSION = "1"
@@ -111,20 +112,15 @@ def validate(answer: Any, schema: dict[str, Check]) -> list[str]:
 
 
 def extract_json(text: str) -> Any:
-    """The answer's JSON object, tolerating ```json fences and text around it."""
+    """The answer's JSON object, tolerating ```json fences and text around it (the protocol's extractor)."""
+    from termagent.protocol.parse import find_json_object
+
     text = (text or "").strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
     try:
         return json.loads(text)
     except json.JSONDecodeError:
-        start, end = text.find("{"), text.rfind("}")
-        if start != -1 and end > start:
-            try:
-                return json.loads(text[start:end + 1])
-            except json.JSONDecodeError:
-                pass
-    return None
+        found = find_json_object(text)
+        return found[0] if found else None
 
 
 # ------------------------------------------------------------------------------------ prompts
@@ -250,8 +246,7 @@ class OpenAIJudge:
                     model=self.config.model, messages=messages, temperature=self.config.temperature,
                     max_tokens=self.config.max_tokens, **kwargs)
             except self._openai.OpenAIError as exc:
-                key = os.environ.get(self.config.api_key_env)
-                detail = str(exc).replace(key, "***") if key else str(exc)  # servers may echo what they got
+                detail = redact(str(exc), self.config.api_key_env)  # servers may echo what they got
                 raise JudgeError(f"judge endpoint {self.config.base_url} (model {self.config.model}) failed: "
                                  f"{type(exc).__name__}: {detail}") from None
             with self._lock:

@@ -8,6 +8,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from termagent.protocol.prompt import render_initial_prompt
+
 MAX_FILE_BYTES = 256 * 1024  # data blobs beyond this say nothing about the language of the tasks
 SHELL_PROMPT = "root@sandbox:/app# "
 # The chat template's role names, so that "assistant" is one token, as in a real vocabulary.
@@ -41,12 +43,7 @@ def terminus_texts(task_dir: Path) -> list[str]:
     texts = []
     instruction = task_dir / "instruction.md"
     if instruction.is_file():
-        try:
-            from termagent.protocol.prompt import render_initial_prompt
-
-            texts.append(render_initial_prompt(instruction.read_text(encoding="utf-8"), SHELL_PROMPT))
-        except ImportError:  # the protocol package is optional for the corpus: the replies still teach JSON
-            texts.append(instruction.read_text(encoding="utf-8"))
+        texts.append(render_initial_prompt(instruction.read_text(encoding="utf-8"), SHELL_PROMPT))
     solve = task_dir / "solution" / "solve.sh"
     commands = solution_commands(solve) if solve.is_file() else []
     for start in range(0, len(commands), 3):

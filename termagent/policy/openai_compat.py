@@ -4,27 +4,27 @@ Spec: `openai:URL[,model=NAME][,tokenizer=DIR][,context_limit=N][,api_key_env=VA
 URL is the server's base (`http://127.0.0.1:8000` or `.../v1`). Without `model`, the name comes from
 `/v1/models` (the only model listed, or the only LoRA module of a vLLM server). The API key is read from
 the environment (`api_key_env`, default OPENAI_API_KEY) at each request and is never stored, logged or
-put in an error message. Token counting needs the policy's own tokenizer (`tokenizer=DIR`): without it
+put in an error message. Requests go through the openai SDK, whose own retries (exponential backoff with
+jitter, Retry-After honoured) cover connection errors, 408, 409, 429 and 5xx. Token counting needs the policy's own tokenizer (`tokenizer=DIR`): without it
 `count_tokens` raises and `context_limit` is only what the server reports (vLLM's `max_model_len`).
 """
 
 from __future__ import annotations
 
-import logging
 import os
-import random
 import re
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
+import openai
 
 from termagent.policy.base import ContextLengthExceeded, Generation, Policy, PolicyError
+from termagent.redact import redact
 
-log = logging.getLogger(__name__)
-
+# What the SDK retries (openai._base_client._should_retry), for the attempt count in error messages.
 RETRY_STATUS = {408, 409, 429} | set(range(500, 600))
 # vLLM: "This model's maximum context length is 32768 tokens. However, you requested ..."; OpenAI:
 # code "context_length_exceeded"; others say "context length" / "context window".
@@ -41,8 +41,6 @@ class OpenAIPolicy(Policy):
         context_limit: int | str | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         max_retries: int | str = 5,
-        backoff_s: float | str = 1.0,  # first retry waits ~this; doubles each time, plus jitter
-        max_backoff_s: float | str = 30.0,
         timeout_s: float | str = 600.0,
         concurrency: int | str = 8,
         name: str | None = None,
@@ -52,14 +50,14 @@ class OpenAIPolicy(Policy):
         self.model = model
         self.api_key_env = api_key_env
         self.max_retries = int(max_retries)
-        self.backoff_s = float(backoff_s)
-        self.max_backoff_s = float(max_backoff_s)
         self.concurrency = max(1, int(concurrency))
         self._explicit_name = name
         self._explicit_limit = int(context_limit) if context_limit else None
         self._model_card: dict | None = None
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=httpx.Timeout(float(timeout_s), connect=10.0))
+        # The key is passed per request (`_sdk`), so the client holds a placeholder only.
+        self._client = openai.OpenAI(base_url=self.base_url, api_key="unset", max_retries=self.max_retries,
+                                     timeout=httpx.Timeout(float(timeout_s), connect=10.0))
         self.tokenizer = None
         if tokenizer:
             from transformers import AutoTokenizer
@@ -88,7 +86,7 @@ class OpenAIPolicy(Policy):
             if self._model_card is not None:
                 return self._model_card
             response = self._request("GET", "/models", retries=retries, timeout_s=30.0)
-            cards = response.json().get("data") or []
+            cards = response.get("data") or [] if isinstance(response, dict) else []
             if self.model:
                 card = next((c for c in cards if c.get("id") == self.model), {"id": self.model})
             elif len(cards) == 1:
@@ -141,14 +139,13 @@ class OpenAIPolicy(Policy):
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(messages_batch))) as pool:
             return list(pool.map(one, range(len(messages_batch))))
 
-    def _parse_completion(self, response: httpx.Response, messages: list[dict]) -> Generation:
+    def _parse_completion(self, data: Any, messages: list[dict]) -> Generation:
         try:
-            data = response.json()
             choice = data["choices"][0]
             text = choice["message"].get("content") or ""
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise PolicyError(f"{self.base_url}/chat/completions: unexpected response "
-                              f"{self._redact(response.text[:500])!r}") from None
+                              f"{redact(repr(data)[:500], self.api_key_env)}") from None
         usage = data.get("usage") or {}
         prompt_tokens = usage.get("prompt_tokens")
         completion_tokens = usage.get("completion_tokens")
@@ -160,42 +157,31 @@ class OpenAIPolicy(Policy):
                           prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens))
 
     # -- HTTP -------------------------------------------------------------------------------------
-    def _headers(self) -> dict[str, str]:
-        key = os.environ.get(self.api_key_env)
-        return {"Authorization": f"Bearer {key}"} if key else {}
-
-    def _redact(self, text: str) -> str:
-        key = os.environ.get(self.api_key_env)
-        return text.replace(key, "***") if key else text
-
     def _request(self, method: str, path: str, json: dict | None = None, retries: int | None = None,
-                 timeout_s: float | None = None) -> httpx.Response:
+                 timeout_s: float | None = None) -> Any:
+        """The decoded JSON answer; the SDK retries transient failures `retries` times (default max_retries)."""
         url = self.base_url + path
         retries = self.max_retries if retries is None else retries
-        timeout = httpx.USE_CLIENT_DEFAULT if timeout_s is None else timeout_s
-        for attempt in range(retries + 1):
-            last = attempt == retries
-            try:
-                response = self._client.request(method, url, json=json, headers=self._headers(), timeout=timeout)
-            except httpx.TransportError as error:
-                reason = f"{type(error).__name__}: {self._redact(str(error))}"
-                if last:
-                    raise PolicyError(f"{method} {url} failed after {attempt + 1} attempts: {reason}") from None
-            else:
-                if response.status_code < 400:
-                    return response
-                detail = self._redact(response.text[:1000])
-                if response.status_code in (400, 413) and CONTEXT_ERROR.search(detail):
-                    match = CONTEXT_LIMIT.search(detail)
-                    raise ContextLengthExceeded(f"{url}: {detail}", limit=int(match[1]) if match else None)
-                reason = f"HTTP {response.status_code}: {detail}"
-                if response.status_code not in RETRY_STATUS or last:
-                    raise PolicyError(f"{method} {url} failed after {attempt + 1} attempts: {reason}")
-            delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random())
-            log.warning("%s %s: %s; retry %d/%d in %.1fs", method, url, reason[:200], attempt + 1,
-                        retries, delay)
-            time.sleep(delay)
-        raise AssertionError("unreachable")
+        options: dict[str, Any] = {"max_retries": retries, "api_key": os.environ.get(self.api_key_env) or "unset"}
+        if timeout_s is not None:
+            options["timeout"] = timeout_s
+        client = self._client.with_options(**options)
+        try:
+            if method == "GET":
+                return client.get(path, cast_to=object)
+            return client.post(path, body=json, cast_to=object)
+        except openai.APIStatusError as error:
+            detail = redact(error.response.text[:1000], self.api_key_env)
+            status = error.status_code
+            if status in (400, 413) and CONTEXT_ERROR.search(detail):
+                match = CONTEXT_LIMIT.search(detail)
+                raise ContextLengthExceeded(f"{url}: {detail}", limit=int(match[1]) if match else None) from None
+            attempts = retries + 1 if status in RETRY_STATUS else 1
+            raise PolicyError(f"{method} {url} failed after {attempts} attempts: HTTP {status}: {detail}") from None
+        except openai.APIConnectionError as error:
+            cause = error.__cause__ or error
+            reason = redact(f"{type(cause).__name__}: {cause}", self.api_key_env)
+            raise PolicyError(f"{method} {url} failed after {retries + 1} attempts: {reason}") from None
 
     def close(self) -> None:
         self._client.close()

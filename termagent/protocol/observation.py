@@ -6,19 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from termagent import truncate
+
 MAX_OUTPUT_BYTES = 10_000  # terminal output shown per turn; head and tail are kept
 
 
 def limit_output(text: str, max_bytes: int = MAX_OUTPUT_BYTES) -> str:
     """Keep the first and last max_bytes/2 bytes of `text`, with a marker saying how much was left out."""
-    data = text.encode("utf-8")
-    if len(data) <= max_bytes:
-        return text
-    half = max_bytes // 2
-    head = data[:half].decode("utf-8", errors="ignore")
-    tail = data[-half:].decode("utf-8", errors="ignore")
-    omitted = len(data) - len(head.encode()) - len(tail.encode())
-    return f"{head}\n[... output limited to {max_bytes} bytes; {omitted} bytes in the middle omitted ...]\n{tail}"
+    return truncate.limit_output(text, max_bytes)
 
 
 def format_terminal_output(text: str, incremental: bool) -> str:

@@ -256,6 +256,14 @@ def _close_open_brackets(text: str) -> str | None:
 
 def _extract_json_object(text: str) -> str | None:
     """Fix 2: the first {...} in the text that decodes to an object with the required fields."""
+    found = find_json_object(text, REQUIRED_FIELDS)
+    return found[1] if found else None
+
+
+def find_json_object(text: str, required: tuple[str, ...] = ()) -> tuple[dict, str] | None:
+    """The first {...} in free text that decodes to a JSON object having every key of `required`:
+    (the object, its source text), or None. The one JSON-from-text extractor of the project (the reply
+    parser's fix and the judge's answers both use it)."""
     decoder = json.JSONDecoder()
     position = text.find("{")
     while position >= 0:
@@ -263,7 +271,7 @@ def _extract_json_object(text: str) -> str | None:
             value, end = decoder.raw_decode(text, position)
         except (json.JSONDecodeError, RecursionError):
             value, end = None, -1
-        if isinstance(value, dict) and all(name in value for name in REQUIRED_FIELDS):
-            return text[position:end]
+        if isinstance(value, dict) and all(name in value for name in required):
+            return value, text[position:end]
         position = text.find("{", position + 1)
     return None

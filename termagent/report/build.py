@@ -159,15 +159,23 @@ def plot_accuracy(summary: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def write_reports(summary: dict, metrics: dict[str, dict], reports_dir: Path) -> list[Path]:
+def write_reports(summary: dict, metrics: dict[str, dict], reports_dir: Path,
+                  summary_path: Path | None = None) -> list[Path]:
+    """reports_dir/{overlap.md, overlap.json, comparison.md, accuracy.png}, and with `summary_path` the
+    numeric summary (metrics/summary.json, a DVC metric). The `report` stage and `termagent report` both
+    write through here."""
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in [("overlap.md", overlap_markdown(summary, metrics)),
                        ("comparison.md", comparison_markdown(summary))]:
         written.append(atomic.write_text(reports_dir / name, text))
+    written.append(atomic.write_json(reports_dir / "overlap.json", {
+        "overlap": summary["overlap"], "solved": {m: s["solved"] for m, s in summary["models"].items()}}))
     plot_accuracy(summary, reports_dir / "accuracy.png")
     written.append(reports_dir / "accuracy.png")
+    if summary_path is not None:
+        written.append(atomic.write_json(summary_path, metrics_view(summary)))
     return written
 
 

@@ -6,8 +6,6 @@ import logging
 
 import click
 
-from termagent.sandbox.settings import load_sandbox_params
-
 
 @click.group()
 def image() -> None:
@@ -24,11 +22,13 @@ def build(recipe: str | None, params_file: str, quiet: bool) -> None:
     """Build the base image unless its tag exists; print the tag."""
     from dataclasses import replace
 
+    from termagent.params import read_sections
     from termagent.sandbox.errors import SandboxError
     from termagent.sandbox.image import ensure_base_image
+    from termagent.sandbox.settings import SandboxParams
 
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s")
-    spec = load_sandbox_params(params_file).base_recipe()
+    spec = read_sections(params_file, missing_ok=True, sandbox=SandboxParams).sandbox.base_recipe()
     if recipe:
         spec = replace(spec, recipe=recipe)
     try:
@@ -37,7 +37,7 @@ def build(recipe: str | None, params_file: str, quiet: bool) -> None:
         raise click.ClickException(str(e)) from e
     if not quiet:
         verb = f"built in {base.build_s:.0f} s" if base.built else "already present"
-        click.echo(f"{base.tag} ({verb}, {base.size_bytes / 1e6:.0f} MB, {base.id[:19]}); alias {spec.latest}",
+        click.echo(f"{base.tag} ({verb}, {base.size_bytes / 1e6:.0f} MB, {base.id[:19]}, {len(base.installed)} packages); alias {spec.latest}",
                    err=True)
     click.echo(base.tag)
 

@@ -7,6 +7,12 @@ Two recipes make the same image:
 
 The tag is `<name>:<recipe hash[:12]>` (hash of recipe kind, suite, package list and RECIPE_VERSION), plus a
 `<name>:latest` alias, so the image is rebuilt only when the recipe changes.
+
+Its record (`BaseImage.record()`, data/image.json, what task-running stages depend on) is content-addressed:
+the recipe hash and the package versions resolved inside the image (`dpkg-query -W`), never the local image
+id, which differs on every build (debootstrap is not bit-reproducible). Two machines that build the same
+recipe from the same mirror write the same bytes. The local id and size go to `BaseImage.local()` (a
+sidecar no stage depends on).
 """
 
 from __future__ import annotations
@@ -89,17 +95,22 @@ class BaseImage:
     built: bool  # False: the tag already existed
     build_s: float
     size_bytes: int
+    installed: dict[str, str] = field(default_factory=dict)  # "package:arch" -> version, inside the image
 
-    def to_dict(self) -> dict:
+    def record(self) -> dict:
+        """What the image is, identical on every machine building the same recipe from the same mirror."""
         return {
-            "image": self.tag,
-            "id": self.id,
+            "image": self.recipe.tag,
             "recipe": self.recipe.recipe,
             "recipe_hash": self.recipe.hash,
             "suite": self.recipe.suite,
             "packages": sorted(set(self.recipe.packages)),
-            "size_bytes": self.size_bytes,
+            "installed": dict(sorted(self.installed.items())),
         }
+
+    def local(self) -> dict:
+        """This machine's copy: the engine's id and size (differ on every build; never a DVC dependency)."""
+        return {"image": self.tag, "id": self.id, "size_bytes": self.size_bytes, "built": self.built}
 
 
 def ensure_base_image(recipe: BaseImageRecipe, client: docker.DockerClient | None = None,
@@ -111,18 +122,44 @@ def ensure_base_image(recipe: BaseImageRecipe, client: docker.DockerClient | Non
     try:
         image = client.images.get(recipe.tag)
     except docker.errors.ImageNotFound:
-        if recipe.recipe == "debootstrap":
-            _build_debootstrap(recipe, client, progress)
-        elif recipe.recipe == "dockerfile":
-            _build_dockerfile(recipe, client)
-        else:
-            raise BuildError(f"sandbox.recipe must be 'debootstrap' or 'dockerfile', got {recipe.recipe!r}")
-        image = client.images.get(recipe.tag)
+        image = build_base_image(recipe, client, progress)
         built = True
     if recipe.latest not in image.tags:
         image.tag(recipe.name, "latest")
-    return BaseImage(tag=recipe.tag, id=image.id, recipe=recipe, built=built,
-                     build_s=time.monotonic() - start, size_bytes=int(image.attrs.get("Size", 0)))
+    return describe(recipe, image, client, built=built, build_s=time.monotonic() - start)
+
+
+def build_base_image(recipe: BaseImageRecipe, client: docker.DockerClient, progress: bool = True,
+                     tag: str | None = None):
+    """Build `recipe` into `tag` (default: its hash tag), whether or not it exists; the docker Image."""
+    tag = tag or recipe.tag
+    if recipe.recipe == "debootstrap":
+        _build_debootstrap(recipe, client, progress, tag)
+    elif recipe.recipe == "dockerfile":
+        _build_dockerfile(recipe, client, tag)
+    else:
+        raise BuildError(f"sandbox.recipe must be 'debootstrap' or 'dockerfile', got {recipe.recipe!r}")
+    return client.images.get(tag)
+
+
+def describe(recipe: BaseImageRecipe, image, client: docker.DockerClient, *, built: bool = False,
+             build_s: float = 0.0) -> BaseImage:
+    """The BaseImage of a docker Image built from `recipe`, with the package versions resolved inside it."""
+    return BaseImage(tag=recipe.tag, id=image.id, recipe=recipe, built=built, build_s=build_s,
+                     size_bytes=int(image.attrs.get("Size", 0)), installed=installed_packages(image.id, client))
+
+
+def installed_packages(image: str, client: docker.DockerClient) -> dict[str, str]:
+    """"package:arch" -> version of every package dpkg knows inside `image` (a throwaway container)."""
+    from termagent.sandbox import reaper
+
+    try:
+        out = client.containers.run(
+            image, ["dpkg-query", "-W", "-f", "${Package}:${Architecture}=${Version}\\n"], remove=True,
+            network_disabled=True, labels={reaper.LABEL: "1", reaper.OWNER_LABEL: reaper.owner_id()})
+    except docker.errors.DockerException as e:
+        raise BuildError(f"dpkg-query in {image} failed: {e}") from e
+    return dict(line.split("=", 1) for line in out.decode().splitlines() if "=" in line)
 
 
 def apt_mirror(suite: str, apt_dir: str = "/etc/apt") -> str:
@@ -155,7 +192,7 @@ def _run(cmd: list[str], what: str, **kwargs) -> None:
                          f"{proc.stdout[-4000:]}")
 
 
-def _build_debootstrap(recipe: BaseImageRecipe, client: docker.DockerClient, progress: bool) -> None:
+def _build_debootstrap(recipe: BaseImageRecipe, client: docker.DockerClient, progress: bool, tag: str) -> None:
     if shutil.which("debootstrap") is None:
         raise BuildError("debootstrap is not installed (apt-get install debootstrap), "
                          "or set sandbox.recipe: dockerfile")
@@ -169,7 +206,7 @@ def _build_debootstrap(recipe: BaseImageRecipe, client: docker.DockerClient, pro
         cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(sorted(set(recipe.packages)))}",
                recipe.suite, str(rootfs), mirror]
         if progress:
-            print(f"building {recipe.tag}: debootstrap {recipe.suite} + {len(recipe.packages)} packages "
+            print(f"building {tag}: debootstrap {recipe.suite} + {len(recipe.packages)} packages "
                   "(about a minute)...", flush=True)
         _run(cmd, "debootstrap")
         # Smaller image: package caches, lists and docs are not needed inside a sandbox. A task Dockerfile
@@ -183,7 +220,7 @@ def _build_debootstrap(recipe: BaseImageRecipe, client: docker.DockerClient, pro
                     os.unlink(path)
         _run(["tar", "--numeric-owner", "--xattrs", "-C", str(rootfs), "--exclude=./dev/*",
               "--exclude=./proc/*", "--exclude=./sys/*", "-cf", str(tarball), "."], "tar of the rootfs")
-        repository, tag = recipe.tag.split(":")
+        repository, tag = tag.rsplit(":", 1)
         changes = [f"ENV PATH={IMAGE_ENV_PATH}", "ENV LANG=C.UTF-8", "WORKDIR /root", 'CMD ["bash"]',
                    f"LABEL termagent.recipe_hash={recipe.hash}"]
         client.api.import_image_from_file(str(tarball), repository=repository, tag=tag, changes=changes)
@@ -191,13 +228,13 @@ def _build_debootstrap(recipe: BaseImageRecipe, client: docker.DockerClient, pro
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _build_dockerfile(recipe: BaseImageRecipe, client: docker.DockerClient) -> None:
+def _build_dockerfile(recipe: BaseImageRecipe, client: docker.DockerClient, tag: str) -> None:
     try:
         client.images.build(
-            path=str(RECIPES_DIR), dockerfile="Dockerfile.base", tag=recipe.tag, rm=True, forcerm=True,
+            path=str(RECIPES_DIR), dockerfile="Dockerfile.base", tag=tag, rm=True, forcerm=True,
             buildargs={"SUITE": recipe.suite, "PACKAGES": " ".join(sorted(set(recipe.packages))),
                        "RECIPE_HASH": recipe.hash},
         )
     except docker.errors.BuildError as e:
         tail = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in e.build_log)[-4000:]
-        raise BuildError(f"building {recipe.tag} from Dockerfile.base failed: {e.msg}\n{tail}") from e
+        raise BuildError(f"building {tag} from Dockerfile.base failed: {e.msg}\n{tail}") from e

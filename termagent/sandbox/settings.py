@@ -1,7 +1,8 @@
 """The `sandbox:` section of params.yaml, typed: the base image recipe and the runner's knobs.
 
-Stage scripts and the CLI build it with `termagent.params.section(params, "sandbox", SandboxParams)`;
-the library itself only ever sees the `BaseImageRecipe` and `SandboxConfig` made from it.
+Stage scripts and the CLI build it with `termagent.params` (`read_sections(..., sandbox=SandboxParams)`);
+the library itself only ever sees the `BaseImageRecipe` and `SandboxConfig` made from it. Every default
+is the one of `BaseImageRecipe` / `SandboxConfig`, never restated.
 """
 
 from __future__ import annotations
@@ -10,18 +11,18 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from termagent.sandbox.image import BaseImageRecipe
-from termagent.sandbox.runner import SandboxConfig
+from termagent.sandbox.pool import SandboxConfig
 
 
 @dataclass
 class SandboxParams:
-    recipe: Literal["debootstrap", "dockerfile"] = "debootstrap"
-    suite: str = "bookworm"
-    image_name: str = "termagent-base"
-    concurrency: int = 8
-    pids_limit: int = 64
-    output_limit_bytes: int = 65536
-    image_policy: Literal["alias-first", "pull-first", "never"] = "alias-first"
+    recipe: Literal["debootstrap", "dockerfile"] = BaseImageRecipe.recipe
+    suite: str = BaseImageRecipe.suite
+    image_name: str = BaseImageRecipe.name
+    concurrency: int = SandboxConfig.concurrency
+    pids_limit: int = SandboxConfig.pids_limit
+    output_limit_bytes: int = SandboxConfig.output_limit_bytes
+    image_policy: Literal["alias-first", "pull-first", "never"] = SandboxConfig.image_policy  # type: ignore[assignment]
     image_aliases: dict[str, str] = field(default_factory=lambda: dict(SandboxConfig().image_aliases))
     warm_pool: int = SandboxConfig.warm_pool
     background_remove: bool = SandboxConfig.background_remove
@@ -35,14 +36,3 @@ class SandboxParams:
                              pids_limit=self.pids_limit, output_limit_bytes=self.output_limit_bytes,
                              image_policy=self.image_policy, image_aliases=dict(self.image_aliases),
                              warm_pool=self.warm_pool, background_remove=self.background_remove)
-
-
-def load_sandbox_params(path: str = "params.yaml") -> SandboxParams:
-    """The section from `path`, or the defaults when there is no params file (outside the repository)."""
-    import os
-
-    from termagent.params import load_params, section
-
-    if not os.path.exists(path):
-        return SandboxParams()
-    return section(load_params(path), "sandbox", SandboxParams, file=path)

@@ -22,6 +22,7 @@ import docker
 
 from termagent.sandbox.task_image import TaskImage
 from termagent.tasks.model import Task
+from termagent.truncate import BoundedOutput
 
 # Between `timeout`'s TERM and its KILL, and before we stop reading a stream that an escaped
 # background process keeps open.
@@ -41,42 +42,6 @@ class ExecResult:
     @property
     def ok(self) -> bool:
         return self.rc == 0 and not self.timed_out
-
-
-class BoundedOutput:
-    """Keeps the first and last `limit/2` bytes of a stream of any length, in O(limit) memory."""
-
-    MARKER = "\n[... {} bytes truncated ...]\n"
-
-    def __init__(self, limit: int):
-        self.head_limit = limit // 2
-        self.tail_limit = limit - self.head_limit
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def write(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.head_limit - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            if len(self.tail) > 2 * self.tail_limit:  # trim rarely, so appends stay amortised O(1)
-                del self.tail[: len(self.tail) - self.tail_limit]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.head_limit + self.tail_limit
-
-    def text(self) -> str:
-        if not self.truncated:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", errors="replace")
-        tail = bytes(self.tail[-self.tail_limit:]) if self.tail_limit else b""
-        dropped = self.total - len(self.head) - len(tail)
-        return (self.head.decode("utf-8", errors="replace") + self.MARKER.format(dropped)
-                + tail.decode("utf-8", errors="replace"))
 
 
 class Trial:

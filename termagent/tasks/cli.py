@@ -1,5 +1,7 @@
 """`termagent tasks ...`: validate task directories, write the index, import Terminal-Bench 1 tasks,
-and (from the sandbox) check them with the oracle and nop agents."""
+and check them in the sandbox with the oracle and nop agents (`check`: a task is ok when the oracle
+earns reward 1.0 and nop earns 0.0). Commands import what they run inside their bodies, so validate /
+index / import-tb1 work without the Docker stack."""
 
 from __future__ import annotations
 
@@ -8,31 +10,13 @@ from pathlib import Path
 
 import click
 
-from termagent.tasks.index import build_index, write_index
-from termagent.tasks.load import discover_tasks, find_task_dirs, read_task
+from termagent import atomic
+from termagent.tasks.index import TasksConfig, index_tasks
+from termagent.tasks.load import find_task_dirs, read_task
 from termagent.tasks.model import TaskError
 
 
-class _TasksGroup(click.Group):
-    """`check` lives in termagent.sandbox.check (it runs containers) and is imported on first use,
-    so validate / index / import-tb1 work without the Docker stack."""
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), "check"})
-
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name != "check":
-            return super().get_command(ctx, name)
-        try:
-            from termagent.sandbox.check import check
-        except ModuleNotFoundError as e:
-            if e.name != "termagent.sandbox.check":
-                raise
-            return None
-        return check
-
-
-@click.group(cls=_TasksGroup)
+@click.group()
 def tasks() -> None:
     """Task directories: Harbor layout (task.toml) and Terminal-Bench 1 (task.yaml)."""
 
@@ -72,19 +56,20 @@ def validate(paths: tuple[Path, ...], quiet: bool) -> None:
 @tasks.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", default="data/tasks.json", show_default=True, type=click.Path(path_type=Path))
-@click.option("--eval-fraction", default=0.25, show_default=True, type=float)
-@click.option("--split-seed", default=0, show_default=True, type=int)
-@click.option("--stratify-by", default="difficulty", show_default=True, type=click.Choice(["difficulty", "category", "none"]))
+@click.option("--eval-fraction", default=TasksConfig.eval_fraction, show_default=True, type=float)
+@click.option("--split-seed", default=TasksConfig.split_seed, show_default=True, type=int)
+@click.option("--stratify-by", default=TasksConfig.stratify_by, show_default=True,
+              type=click.Choice(["difficulty", "category", "none"]))
 def index(paths: tuple[Path, ...], out: Path, eval_fraction: float, split_seed: int, stratify_by: str) -> None:
     """Write the task index (id, hash, layout, split, metadata, path) of the tasks under PATHS.
-    The DVC stage `tasks` does the same with the values of params.yaml."""
+    The DVC stage `tasks` runs the same `index_tasks` with params.yaml's `tasks:` section."""
     try:
-        found = discover_tasks(list(paths))
-    except TaskError as e:
+        cfg = TasksConfig(dirs=[str(p) for p in paths], eval_fraction=eval_fraction, split_seed=split_seed,
+                          stratify_by=None if stratify_by == "none" else stratify_by)  # type: ignore[arg-type]
+        lines = index_tasks(cfg, out, root=Path.cwd())
+    except (TaskError, ValueError) as e:
         raise click.ClickException(str(e)) from e
-    idx = build_index(found, eval_fraction, split_seed, None if stratify_by == "none" else stratify_by, root=Path.cwd())
-    write_index(idx, out)
-    click.echo(f"{out}: {len(found)} tasks, {idx['counts']}")
+    click.echo("\n".join(lines))
 
 
 @tasks.command("import-tb1")
@@ -109,3 +94,77 @@ def import_tb1(sources: tuple[Path, ...], out_dir: Path, overwrite: bool) -> Non
             failures += 1
             click.echo(f"FAIL {e}")
     sys.exit(1 if failures else 0)
+
+
+@tasks.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the per-task results here (a JSON list).")
+@click.option("--concurrency", "-j", type=click.IntRange(min=1), default=None,
+              help="Containers at once (default: sandbox.concurrency of params.yaml).")
+@click.option("--params", "params_file", default="params.yaml", show_default=True,
+              help="Where the sandbox: section is read from (defaults apply when absent).")
+def check(paths: tuple[Path, ...], json_out: Path | None, concurrency: int | None, params_file: str) -> None:
+    """Run the oracle and nop agents on task directories (or directories of them); exit 0 only if every
+    task is ok (oracle reward 1.0, nop reward 0.0)."""
+    import logging
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from termagent.params import read_sections
+    from termagent.sandbox import Sandbox, SandboxParams, run_trials
+    from termagent.sandbox.agents import NopAgent, OracleAgent
+    from termagent.sandbox.errors import SandboxError
+    from termagent.sandbox.image import ensure_base_image
+    from termagent.tasks.load import discover_tasks
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        found = discover_tasks(list(paths))
+    except TaskError as e:
+        raise click.ClickException(str(e)) from e
+    params = read_sections(params_file, missing_ok=True, sandbox=SandboxParams).sandbox
+    try:
+        base = ensure_base_image(params.base_recipe())
+    except SandboxError as e:
+        raise click.ClickException(str(e)) from e
+    sandbox = Sandbox(params.sandbox_config(base.tag))
+    oracle, nop = OracleAgent(), NopAgent()
+    specs = [(task, agent, 0) for task in found for agent in (oracle, nop)]
+    results = run_trials(sandbox, specs, concurrency=concurrency, progress=sys.stderr.isatty(),
+                         description="oracle + nop")
+    entries = [check_entry(task, results[2 * i], results[2 * i + 1]) for i, task in enumerate(found)]
+
+    table = Table(title=f"tasks check: {sum(e['ok'] for e in entries)}/{len(entries)} ok")
+    for column in ("task", "layout", "oracle", "nop", "ok", "note"):
+        table.add_column(column)
+    for e in entries:
+        notes = [f"{agent}: {e[agent]['error']['class']}: {e[agent]['error']['message'].splitlines()[0][:80]}"
+                 for agent in ("oracle", "nop") if e[agent]["error"]]
+        if e["image"].get("substituted_from"):
+            notes.append(f"FROM {e['image']['substituted_from']} -> base")
+        table.add_row(e["task_id"], e["layout"], _reward(e["oracle"]), _reward(e["nop"]),
+                      "[green]ok[/]" if e["ok"] else "[red]FAIL[/]", "; ".join(notes))
+    Console(width=max(120, Console().width)).print(table)
+    if json_out:
+        atomic.write_json(json_out, entries)
+    if not all(e["ok"] for e in entries):
+        sys.exit(1)
+
+
+def check_entry(task, oracle, nop) -> dict:
+    """One task's `tasks check` record from its oracle and nop TrialResults."""
+    def agent_view(r) -> dict:
+        return {"reward": r.reward, "rewards": r.rewards, "error": r.error, "passed": r.passed, "total": r.total}
+
+    return {"task_id": task.id, "layout": task.layout, "oracle": agent_view(oracle), "nop": agent_view(nop),
+            "ok": oracle.reward == 1.0 and nop.reward == 0.0,
+            "image": oracle.image, "timings": {"oracle": oracle.timings, "nop": nop.timings}}
+
+
+def _reward(view: dict) -> str:
+    if view["reward"] is None:
+        return "-"
+    tests = f" ({view['passed']}/{view['total']})" if view["total"] else ""
+    return f"{view['reward']:g}{tests}"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from termagent import atomic
-from termagent.tasks.load import load_task
+from termagent.tasks.load import discover_tasks, load_task
 from termagent.tasks.model import Task, TaskError
 from termagent.tasks.split import Split, assign_splits
 
@@ -111,3 +111,20 @@ def tasks_in_split(index_path: str | Path, split: Split | None, root: Path | Non
             raise TaskError(task.path, [stale])
         tasks.append(task)
     return tasks
+
+
+def index_tasks(cfg: TasksConfig, out: str | Path, root: Path) -> list[str]:
+    """Discover every task under `cfg.dirs`, split and write the index to `out` (paths relative to
+    `root`); the summary lines (counts per split and difficulty). The `tasks` stage and `termagent tasks
+    index` both run this."""
+    tasks = discover_tasks(cfg.dirs)
+    index = build_index(tasks, cfg.eval_fraction, cfg.split_seed, cfg.stratify_by, root=root)
+    write_index(index, out)
+    by_difficulty: dict[str, dict[str, int]] = {}
+    for record in index["tasks"]:
+        counts = by_difficulty.setdefault(str(record["difficulty"]), {"train": 0, "eval": 0})
+        counts[record["split"]] = counts.get(record["split"], 0) + 1
+    counts = index["counts"]
+    lines = [f"{out}: {len(tasks)} tasks, train {counts.get('train', 0)}, eval {counts.get('eval', 0)}"]
+    lines += [f"  {d:>8}: train {c['train']:>3}  eval {c['eval']:>3}" for d, c in sorted(by_difficulty.items())]
+    return lines

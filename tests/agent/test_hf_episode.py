@@ -17,7 +17,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "count-lines"
 
 def test_tiny_model_episode_records_token_ids(base_image, docker_client, tiny_model_dir):
     from termagent.policy import make_policy
-    from termagent.sandbox.runner import Sandbox, SandboxConfig, run_trial
+    from termagent.sandbox import Sandbox, SandboxConfig, run_trial
     from termagent.tasks.load import load_task
 
     policy = make_policy(f"hf:{tiny_model_dir}")

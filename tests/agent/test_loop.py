@@ -62,7 +62,7 @@ class ScriptedPolicy:
 
 @pytest.fixture(scope="module")
 def sandbox(base_image, docker_client):
-    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
 
     return Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
 
@@ -75,7 +75,7 @@ def task():
 
 
 def run_episode(sandbox, task, policy, **config):
-    from termagent.sandbox.runner import run_trial
+    from termagent.sandbox import run_trial
 
     result = run_trial(sandbox, task, TerminusAgent(policy, AgentConfig(**config)))
     assert result.error is None, result.error

@@ -17,7 +17,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "count-lines"
 
 def test_openai_episode_against_transformers_serve(base_image, docker_client, tiny_model_dir, tmp_path):
     from termagent.policy import make_policy
-    from termagent.sandbox.runner import Sandbox, SandboxConfig, run_trial
+    from termagent.sandbox import Sandbox, SandboxConfig, run_trial
     from termagent.serve import serving
     from termagent.tasks.load import load_task
 

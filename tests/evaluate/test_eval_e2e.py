@@ -24,7 +24,7 @@ SCRIPT = [
 
 @pytest.mark.docker
 def test_local_eval_on_a_real_container(tmp_path, base_image, docker_client):
-    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
 
     replay = tmp_path / "replay.jsonl"
     # one script per attempt: the replay policy hands completions out in order

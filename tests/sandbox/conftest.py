@@ -27,7 +27,7 @@ if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/ve
 
 @pytest.fixture(scope="session")
 def sandbox(base_image, docker_client):
-    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
 
     return Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=4, output_limit_bytes=4096),
                    client=docker_client)

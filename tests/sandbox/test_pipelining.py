@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from termagent.sandbox import reaper
-from termagent.sandbox.runner import Sandbox, SandboxConfig, run_trials
+from termagent.sandbox import Sandbox, SandboxConfig, reaper, run_trials
 
 pytestmark = pytest.mark.docker
 

@@ -12,14 +12,13 @@ import time
 
 import pytest
 
-from termagent.sandbox import reaper
-from termagent.sandbox.runner import Sandbox, SandboxConfig
+from termagent.sandbox import Sandbox, SandboxConfig, reaper
 
 pytestmark = pytest.mark.docker
 
 RUNNER = textwrap.dedent("""\
     import sys, time
-    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
     from termagent.tasks.load import load_task
     sandbox = Sandbox(SandboxConfig(base_image=sys.argv[2], reap_on_start=False, warm_pool=1))
     task = load_task(sys.argv[1])

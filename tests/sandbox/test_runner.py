@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from termagent.sandbox import reaper
+from termagent.sandbox import reaper, run_trial, run_trials
 from termagent.sandbox.agents import NopAgent, OracleAgent
-from termagent.sandbox.runner import run_trial, run_trials
 from termagent.tasks.load import load_task
 
 from .conftest import FIXTURES

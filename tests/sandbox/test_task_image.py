@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from termagent.sandbox import Sandbox, SandboxConfig
 from termagent.sandbox.errors import BuildError
-from termagent.sandbox.runner import Sandbox, SandboxConfig
 from termagent.sandbox.task_image import ImageResolver
 
 ALIASES = {"ubuntu:*": "base", "python:*": "base", "ghcr.io/laude-institute/t-bench/*": "base"}

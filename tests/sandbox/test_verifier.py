@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
+from termagent.sandbox import run_trial
 from termagent.sandbox.errors import VerifierError, VerifierTimeoutError
-from termagent.sandbox.runner import run_trial
 from termagent.sandbox.verifier import inline_reward_files, parse_reward_files, pytest_counts
 
 PASS_TWO_FAIL_ONE = """\
@@ -161,5 +161,5 @@ def test_inline_reward_block_is_used_only_when_whole():
     assert inline_reward_files(f"{nonce}\n{nonce}\n", nonce) == {}  # the tests wrote no reward
     assert inline_reward_files(f"x\n{nonce}\nreward.txt:MQo=\n", nonce) is None  # cut before its end
     assert inline_reward_files(f"{nonce}\nreward.json:!\n{nonce}\n", nonce) is None  # too large to inline
-    cut = f"{nonce}\nreward.txt:MQo=\n[... 99 bytes truncated ...]\n{nonce}\n"
+    cut = f"{nonce}\nreward.txt:MQo=\n[... output limited to 64 bytes; 99 bytes in the middle omitted ...]\n{nonce}\n"
     assert inline_reward_files(cut, nonce) is None

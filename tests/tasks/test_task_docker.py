@@ -14,8 +14,8 @@ HARBOR = Path(__file__).parent / "fixtures" / "harbor-count-errors"
 
 @pytest.mark.docker
 def test_oracle_and_nop_on_tb1_as_is_and_imported(tmp_path, base_image, docker_client):
+    from termagent.sandbox import Sandbox, SandboxConfig, run_trials
     from termagent.sandbox.agents import NopAgent, OracleAgent
-    from termagent.sandbox.runner import Sandbox, SandboxConfig, run_trials
 
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
     tb1 = load_task(TB1, cache_dir=tmp_path / "cache")

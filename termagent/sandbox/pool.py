@@ -1,19 +1,14 @@
-"""The sandbox runner: task image -> one container per trial -> agent phase -> verifier -> removal.
+"""The container pool: task images -> one fresh container per trial, at most `concurrency` at once.
 
     sandbox = Sandbox(SandboxConfig(base_image=...))
-    result = run_trial(sandbox, task, OracleAgent())            # one trial, a TrialResult
-    results = run_trials(sandbox, [(task, agent, 0), ...])       # bounded pool, progress bar
-
-Or drive a live container yourself (the Terminus loop does):
-
-    with sandbox.trial(task, attempt=0, agent_name="terminus") as trial:
+    with sandbox.trial(task, attempt=0, agent_name="terminus") as trial:    # a live container
         trial.exec("ls -la", timeout=10)
         verdict = trial.verify()
 
-Per-trial overhead is kept off the trial's path: run_trials starts the containers of the trials next in
-line ahead of time (`warm_pool`, one fresh container per trial, never reused) and removes finished ones
-on background threads (waiting for all of them before it returns); the oracle and the verifier copy
-their files in with the exec that uses them, and the verifier returns the reward in that exec's output.
+Per-trial overhead is kept off the trial's path: the containers of the trials announced next
+(`expect`, `warm_pool`, one fresh container per trial, never reused) are started ahead, and finished
+ones are removed on background threads (`drain()` waits for them). What a trial *does* (agent phase,
+verifier, result) is in termagent/sandbox/lifecycle.py.
 """
 
 from __future__ import annotations
@@ -26,23 +21,22 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as futures_wait
-from dataclasses import asdict, dataclass, field
-from typing import Protocol, Self
+from dataclasses import dataclass, field
+from typing import Self
 
 import docker
 
 from termagent.sandbox import reaper
-from termagent.sandbox.errors import AgentTimeoutError, OutOfMemoryError, SandboxError
 from termagent.sandbox.task_image import ImageResolver, TaskImage
-from termagent.sandbox.trial import BoundedOutput, Trial
+from termagent.sandbox.trial import Trial
 from termagent.tasks.model import Task
 
 log = logging.getLogger(__name__)
 
-# Errors Harbor grades (the trial counts, with reward 0) rather than retries as infrastructure failures.
-GRADED_ERRORS = (AgentTimeoutError, OutOfMemoryError)
+# Threads removing finished containers in the background.
+REMOVER_THREADS = 2
 
 
 @dataclass
@@ -62,34 +56,6 @@ class SandboxConfig:
     # run_trials removes finished containers on background threads (run_trials still waits for every
     # removal before it returns); Sandbox.trial() alone removes synchronously unless asked to.
     background_remove: bool = True
-
-
-class Agent(Protocol):
-    name: str
-
-    def run(self, trial: Trial, task: Task) -> dict | None:
-        """Work on the task through `trial` until done or `trial.deadline`; return a free-form record."""
-
-
-@dataclass
-class TrialResult:
-    task_id: str
-    agent: str
-    attempt: int
-    reward: float | None  # None: not graded (infrastructure error); 0.0 on graded errors (agent timeout)
-    rewards: dict[str, float]
-    passed: int | None
-    total: int | None
-    error: dict | None  # {"class": ..., "message": ...}
-    image: dict  # {"tag", "id", "substituted_from", "substituted_to", "cached"}
-    timings: dict[str, float]  # build, create, agent, verify (of which tests), remove, total (seconds)
-    agent_output: str = ""
-    verifier_output: str = ""
-    agent_result: dict | None = None
-    oom_killed: bool = False
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 class Sandbox:
@@ -326,8 +292,6 @@ class Sandbox:
         self.close()
 
 
-REMOVER_THREADS = 2
-
 
 def _trial_key(task: Task, agent_name: str, attempt: int) -> tuple:
     return (task.id, task.content_hash, agent_name, attempt)
@@ -349,118 +313,3 @@ def _close_at_exit(ref: weakref.ref) -> None:
         sandbox.close()
 
 
-def run_trial(sandbox: Sandbox, task: Task, agent: Agent, *, attempt: int = 0) -> TrialResult:
-    """One full trial. Never raises for a task's failure: the error is recorded in the result.
-    Its container is gone when it returns."""
-    return _run_trial(sandbox, task, agent, attempt=attempt, remove_in_background=False)
-
-
-def _run_trial(sandbox: Sandbox, task: Task, agent: Agent, *, attempt: int,
-               remove_in_background: bool) -> TrialResult:
-    t0 = time.monotonic()
-    limit = sandbox.config.output_limit_bytes
-    result = TrialResult(task_id=task.id, agent=agent.name, attempt=attempt, reward=None, rewards={},
-                         passed=None, total=None, error=None, image={}, timings={})
-    trial = None
-    try:
-        start = time.monotonic()
-        image = sandbox.prepare(task)
-        result.image = image.to_dict()
-        result.timings["build"] = time.monotonic() - start
-        with sandbox.trial(task, attempt=attempt, agent_name=agent.name, image=image,
-                           remove_in_background=remove_in_background) as trial:
-            start = time.monotonic()
-            try:
-                result.agent_result = _run_agent(trial, task, agent)
-            finally:
-                result.timings["agent"] = time.monotonic() - start
-                result.agent_output = _clip(trial.agent_output, limit)
-            start = time.monotonic()
-            try:
-                verdict = trial.verify()
-            finally:
-                result.timings["verify"] = time.monotonic() - start
-            if verdict.tests_s is not None:
-                result.timings["tests"] = verdict.tests_s  # the test command's own run time, inside
-            result.reward, result.rewards = verdict.reward, verdict.rewards
-            result.passed, result.total = verdict.passed, verdict.total
-            result.verifier_output = _clip(verdict.output, limit)
-    except Exception as e:
-        result.error = {"class": type(e).__name__, "message": str(e)[:4000]}
-        if isinstance(e, GRADED_ERRORS):
-            result.reward, result.rewards = 0.0, {"reward": 0.0}
-        if not isinstance(e, SandboxError):
-            log.exception("trial %s/%s attempt %d failed", task.id, agent.name, attempt)
-    finally:
-        if trial is not None:
-            # Passed by reference: a background removal adds its "remove_engine" when done (run_trials
-            # waits for that before returning).
-            trial.timings.update({k: v for k, v in result.timings.items()})
-            result.timings = trial.timings
-            result.oom_killed = trial.oom_killed
-        result.timings["total"] = time.monotonic() - t0
-    return result
-
-
-def _run_agent(trial: Trial, task: Task, agent: Agent) -> dict | None:
-    """Run the agent in a worker thread under the task's agent timeout; on expiry kill the container
-    (which ends every exec the agent is blocked in) and raise AgentTimeoutError."""
-    trial.start_agent_phase(task.agent_timeout_sec)
-    outcome: dict = {}
-
-    def work() -> None:
-        try:
-            outcome["record"] = agent.run(trial, task)
-        except BaseException as e:  # noqa: BLE001 (re-raised in the caller's thread)
-            outcome["error"] = e
-
-    worker = threading.Thread(target=work, name=f"agent-{task.id}", daemon=True)
-    worker.start()
-    worker.join(trial.remaining)
-    if worker.is_alive():
-        trial.kill()
-        worker.join(5)  # let it see its exec end; a thread stuck elsewhere is abandoned (daemon)
-        raise AgentTimeoutError(f"agent {agent.name} ran past the agent timeout ({task.agent_timeout_sec:g} s)")
-    trial.end_agent_phase()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("record")
-
-
-def run_trials(sandbox: Sandbox, specs: Sequence[tuple[Task, Agent, int]], *, concurrency: int | None = None,
-               progress: bool = True, description: str = "trials") -> list[TrialResult]:
-    """Run many trials on a bounded thread pool; results in the order of `specs`. Containers for the
-    trials next in line are started ahead (`config.warm_pool`); finished ones are removed in the
-    background (`config.background_remove`), and every removal is done before this returns."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    workers = max(1, min(concurrency or sandbox.config.concurrency, len(specs) or 1))
-    background = sandbox.config.background_remove
-    results: list[TrialResult | None] = [None] * len(specs)
-    # The first `workers` trials start at once; the pool then takes the rest in order, so that is the
-    # order in which their containers are prestarted.
-    upcoming = [(task, agent.name, attempt) for task, agent, attempt in specs[workers:]]
-    try:
-        sandbox.expect(upcoming)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      disable=not progress, transient=False) as bar:
-            job = bar.add_task(description, total=len(specs))
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial") as pool:
-                futures = {pool.submit(_run_trial, sandbox, task, agent, attempt=attempt,
-                                       remove_in_background=background): i
-                           for i, (task, agent, attempt) in enumerate(specs)}
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.advance(job)
-    finally:
-        sandbox.forget(upcoming)  # all claimed unless a trial failed before starting its container
-        sandbox.drain()
-    return results  # type: ignore[return-value]
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text.encode()) <= limit:
-        return text
-    out = BoundedOutput(limit)
-    out.write(text.encode())
-    return out.text()

@@ -1,0 +1,104 @@
+"""Evaluate one model on the held-out split: `evaluate_model(...)`, what every `<model>_eval` stage runs.
+
+    metrics = evaluate_model("base", EvalConfig(), agent=AgentConfig(), sandbox=SandboxParams(),
+                             serve=ServeConfig(), tasks_index=Path("data/tasks.json"),
+                             image_record=Path("data/image.json"), out_dir=Path("data/eval/base"),
+                             metrics_path=Path("metrics/eval/base.json"))
+
+eval.backend local: every task of split `cfg.split` x `cfg.attempts` through the sandbox with the
+TerminusAgent; the policy is models/base (+ models/<model> when that is an adapter), in-process
+(`policy: hf`) or behind `termagent serve` (`policy: serve`). harbor | tb1: serve the model and run the
+official harness (Python >= 3.12, internet). Writes metrics_path and out_dir (trajectories, index.json,
+index.html); returns the metrics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from termagent.evaluate.config import EvalConfig
+from termagent.evaluate.runner import (
+    SerializedPolicy,
+    local_protocol,
+    model_dirs,
+    official_protocol,
+    policy_spec,
+    run_local_eval,
+    write_eval_outputs,
+)
+
+
+def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_index: Path, image_record: Path,
+                   out_dir: Path, metrics_path: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """`agent`: AgentConfig; `sandbox`: SandboxParams (the runner's knobs); `serve`: ServeConfig."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if cfg.backend == "local":
+        return _evaluate_local(model, cfg, agent, sandbox, serve, tasks_index, image_record, out_dir,
+                               metrics_path, log)
+    return _evaluate_official(model, cfg, serve, out_dir, metrics_path)
+
+
+def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg, tasks_index: Path,
+                    image_record: Path, out_dir: Path, metrics_path: Path, log) -> dict[str, Any]:
+    from termagent.agent import TerminusAgent
+    from termagent.policy import make_policy
+    from termagent.sandbox import Sandbox
+    from termagent.serve import serving
+    from termagent.tasks.index import tasks_in_split
+
+    tasks = tasks_in_split(tasks_index, cfg.split)
+    if cfg.max_tasks:
+        tasks = sorted(tasks, key=lambda t: t.id)[: cfg.max_tasks]
+    if not tasks:
+        raise ValueError(f"{tasks_index}: no task in split {cfg.split!r}")
+    image = json.loads(Path(image_record).read_text())["image"]
+    sandbox = Sandbox(sandbox_params.sandbox_config(image))
+
+    with contextlib.ExitStack() as stack:
+        if cfg.policy == "serve":
+            base, adapter = model_dirs(model)
+            url = stack.enter_context(serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg,
+                                              log_path=out_dir / "serve.log"))
+            # The served model's own tokenizer counts the context (never a guess).
+            policy = make_policy(f"openai:{url}", tokenizer=str(base))
+        else:
+            policy = SerializedPolicy(make_policy(policy_spec(model)))
+        stack.callback(policy.close)
+        agent = TerminusAgent(policy, agent_cfg)
+        log(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")
+        trajectories, wall_s = run_local_eval(sandbox, tasks, agent, attempts=cfg.attempts,
+                                              concurrency=cfg.concurrency, model=model)
+        context_limit = getattr(policy, "context_limit", None)  # the policy's own, when params set none
+    protocol = local_protocol(agent_cfg, tasks, agent=f"termagent {agent.name}", context_limit=context_limit)
+    return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics_path, model=model,
+                              protocol=protocol, wall_s=wall_s, extra_metrics={"backend": "local", "split": cfg.split})
+
+
+def _evaluate_official(model, cfg: EvalConfig, serve_cfg, out_dir: Path, metrics_path: Path) -> dict[str, Any]:
+    from termagent.evaluate import harbor, tb1
+    from termagent.serve import serving
+
+    # Fail before starting a server when the harness is missing.
+    harbor.require_tool("harbor" if cfg.backend == "harbor" else "tb", "See patches/README.md.")
+    base, adapter = model_dirs(model)
+    started = time.monotonic()
+    with serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg) as url:
+        served = harbor.served_model_id(url, adapter=adapter is not None)
+        name = f"{model}-{int(time.time())}"
+        if cfg.backend == "harbor":
+            run = harbor.HarborRunConfig(served_model=served, api_base=url, job_name=name,
+                                         n_attempts=cfg.attempts, section=cfg.harbor)
+            records, summary = harbor.convert_harbor_job(harbor.run_harbor(run, log_path=out_dir / "harbor.log"))
+        else:
+            run = tb1.TB1RunConfig(served_model=served, api_base=url, run_id=name, n_attempts=cfg.attempts,
+                                   section=cfg.tb1)
+            records, summary = tb1.convert_tb1_results(tb1.run_tb1(run, log_path=out_dir / "tb1.log"))
+    return write_eval_outputs(records, out_dir=out_dir, metrics_path=metrics_path, model=model,
+                              protocol=official_protocol(cfg.backend, cfg.harbor if cfg.backend == "harbor" else cfg.tb1),
+                              wall_s=time.monotonic() - started,
+                              extra_metrics={"backend": cfg.backend, "official": summary})
