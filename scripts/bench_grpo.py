@@ -30,11 +30,12 @@ import torch
 from termagent import atomic
 from termagent.agent.config import AgentConfig
 from termagent.params import load_params, section
+from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
 from termagent.train.common import environment, load_model, load_tokenizer
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
-from termagent.train.single_turn import EnvConfig, Sandbox, SingleTurnEnv
+from termagent.train.single_turn import EnvConfig, SingleTurnEnv
 from termagent.train.warmup import write_start
 
 

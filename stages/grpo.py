@@ -1,7 +1,7 @@
 """DVC stage `grpo`: single-turn GRPO on the train tasks, rewarded in real containers.
 
     python stages/grpo.py                                  # what `dvc repro grpo` runs
-    python stages/grpo.py --params params.yaml --out /tmp/grpo ...   # every path is an option
+    python stages/grpo.py --profile h100 --out /tmp/grpo ...        # every path is an option
 
 Reads params: grpo (all keys), agent (the terminal: pane size, observation limit, deadline margin),
 sandbox (runner keys). Starts where models/warmup/start.json says (the warmup adapter when warmup.enabled,
@@ -20,17 +20,18 @@ from pathlib import Path
 import click
 
 from termagent.agent.config import AgentConfig
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
+from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
-from termagent.train.single_turn import EnvConfig, Sandbox
+from termagent.train.single_turn import EnvConfig
 
 P = click.Path(path_type=Path)
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=P)
+@profile_option
 @click.option("--warmup", default="models/warmup", show_default=True, type=P)
 @click.option("--tasks", "tasks_index", default="data/tasks.json", show_default=True, type=P)
 @click.option("--image", default="data/image.json", show_default=True, type=P)
@@ -38,14 +39,9 @@ P = click.Path(path_type=Path)
 @click.option("--rollouts-dir", default="data/rollouts/grpo", show_default=True, type=P)
 @click.option("--checkpoints", default="checkpoints/grpo", show_default=True, type=P)
 @click.option("--metrics-dir", default="metrics/grpo", show_default=True, type=P)
-def main(params_file, warmup, tasks_index, image, out, rollouts_dir, checkpoints, metrics_dir) -> None:
-    try:
-        params = load_params(params_file)
-        config = section(params, "grpo", GRPOParams, file=str(params_file))
-        agent = section(params, "agent", AgentConfig, file=str(params_file))
-        sandbox_params = section(params, "sandbox", SandboxParams, file=str(params_file))
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
+def main(params_file, profile, warmup, tasks_index, image, out, rollouts_dir, checkpoints, metrics_dir) -> None:
+    s = read_sections(params_file, profile, grpo=GRPOParams, agent=AgentConfig, sandbox=SandboxParams)
+    config, agent, sandbox_params = s.grpo, s.agent, s.sandbox
     eff = config.effective()
     # Every container of a generation batch starts while the model generates: the warm pool holds them all.
     sandbox_config = dataclasses.replace(sandbox_params.sandbox_config(json.loads(image.read_text())["image"]),

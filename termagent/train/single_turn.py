@@ -35,13 +35,9 @@ from pathlib import Path
 from termagent import atomic
 from termagent.protocol import build_initial_messages, parse_response
 from termagent.rewards import RewardWeights, single_turn_reward
+from termagent.sandbox import GRADED_ERRORS, Sandbox, run_trial
 from termagent.tasks.model import Task
 from termagent.terminal import TerminalConfig, TmuxTerminal
-
-try:  # the consolidation split runner.py into pool.py + lifecycle.py and re-exports the names here
-    from termagent.sandbox import GRADED_ERRORS, Sandbox, run_trial
-except ImportError:  # before that split
-    from termagent.sandbox.runner import GRADED_ERRORS, Sandbox, run_trial
 
 log = logging.getLogger(__name__)
 

@@ -82,12 +82,7 @@ def write_task(root: Path, name: str, image: str, *, word: str = "hello", test_s
 
 @pytest.fixture(scope="session")
 def grpo_sandbox(base_image, docker_client):
-    from termagent.train.single_turn import Sandbox
-
-    try:
-        from termagent.sandbox import SandboxConfig
-    except ImportError:
-        from termagent.sandbox.runner import SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=4, warm_pool=8,
                                     output_limit_bytes=8192), client=docker_client)
     yield sandbox
