@@ -41,6 +41,9 @@ def trained(tmp_path_factory, warm_model_dir, warm_adapter, tasks, grpo_sandbox)
 
 def test_steps_change_the_adapter_and_carry_signal(trained):
     paths, m = trained
+    print("grpo signal:", {k: m[k] for k in ("valid_json_rate", "script_ok_rate", "verifier_pass_rate", "reward_mean",
+                                             "groups", "groups_nonzero_std", "adapter_delta_l2", "seconds_per_step")},
+          json.loads((paths.metrics_dir / "timing.json").read_text())["mean_s"])  # shown with pytest -s
     assert m["steps"] == 2
     assert m["adapter_delta_l2"] > 0, "GRPO left the adapter weights unchanged"
     assert m["valid_json_rate"] > 0
