@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo
 
 setup:
 	@bash scripts/setup.sh
@@ -40,6 +40,9 @@ bench-datasets: setup
 # Public TB1/TB2 tasks offline, checked twice: make bench-external TASKS="dir1 dir2"
 bench-external: setup
 	$(PY) scripts/bench_external_tasks.py $(TASKS) --out metrics/bench_external_tasks.json
+
+bench-grpo: setup
+	$(PY) scripts/bench_grpo.py --out metrics/bench_grpo.json
 
 # One H100/H200: SFT tokens/s and a GRPO step at the original shapes on a random-init ~0.6 B Qwen3 (no
 # download); refuses without CUDA. Needs torch, transformers, peft only.

@@ -56,6 +56,7 @@ SECTIONS: dict[str, str] = {
     "warmup": "termagent.train.warmup:WarmupParams",
     "sft": "termagent.train.sft:SFTParams",
     "dpo": "termagent.train.dpo:DPOParams",
+    "grpo": "termagent.train.grpo:GRPOParams",
 }
 
 # `section.key` -> why params.yaml (the embedded CPU profile) sets it away from the dataclass default.
@@ -73,6 +74,15 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     **{f"dpo.{key}": "CPU profile: short pairs, a high rate and small accumulation for the tiny model"
        for key in ("max_length", "learning_rate", "gradient_accumulation_steps")},
     "dpo.skip_if_empty": "CPU profile: a short GRPO run may yield no pair; the SFT adapter then passes through",
+    "grpo.num_generations": "CPU profile: groups of 4 (8 on the H100) keep a step within a minute on 2 cores",
+    "grpo.gradient_accumulation_steps": "CPU profile: 4 x 2 = 2 prompts x 4 replies per step",
+    "grpo.round2.gradient_accumulation_steps": "CPU profile: round 2's group of 16 needs 4 x 4 per step",
+    "grpo.max_steps": "CPU profile: a few steps show signal in minutes; the H100 runs 200",
+    "grpo.learning_rate": "CPU profile: 10x the H100's 5e-6 so a few steps move the tiny model",
+    "grpo.max_completion_length": "CPU profile: one short JSON action; 2048 on the H100",
+    "grpo.save_steps": "CPU profile: a checkpoint every 2 steps so a crash loses little",
+    "grpo.concurrency": "CPU profile: 4 containers at once on 2 cores",
+    "grpo.use_vllm": "CPU profile: no GPU, generation in-process with transformers",
 }
 
 PROFILES_DIR = Path("profiles")

@@ -34,7 +34,7 @@ def rollouts(tmp_path_factory) -> Path:
 
 def test_datasets_stage_writes_the_six_datasets(rollouts, tmp_path):
     out = tmp_path / "datasets"
-    result = stage("stages/datasets.py", "--rollouts", str(rollouts), "--out", str(out))
+    result = stage("stages/build_datasets.py", "--rollouts", str(rollouts), "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert set(OUTPUT_FILES) <= {p.name for p in out.glob("*.jsonl")}
     summary = json.loads((out / "summary.json").read_text())

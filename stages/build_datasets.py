@@ -1,7 +1,9 @@
-"""DVC stage `datasets`: the six training datasets from the GRPO rollouts, in data/datasets.
+"""DVC stage `datasets` (this file is not named datasets.py: a script directory on sys.path named so would
+shadow the Hugging Face `datasets` package that TRL imports): the six training datasets from the GRPO rollouts,
+in data/datasets.
 
-    python stages/datasets.py                        # what `dvc repro datasets` runs
-    python stages/datasets.py --rollouts /tmp/synthetic.jsonl --out /tmp/datasets
+    python stages/build_datasets.py                        # what `dvc repro datasets` runs
+    python stages/build_datasets.py --rollouts /tmp/synthetic.jsonl --out /tmp/datasets
 
 Reads params: datasets (all keys), judge (all keys), tasks.dirs.
 Writes data/datasets/{sft,dpo,dpo_filtered,api_sft,prm_sequence,prm_step}.jsonl, the removed-pairs

@@ -1,0 +1,67 @@
+"""DVC stage `grpo`: single-turn GRPO on the train tasks, rewarded in real containers.
+
+    python stages/grpo.py                                  # what `dvc repro grpo` runs
+    python stages/grpo.py --profile h100 --out /tmp/grpo ...        # every path is an option
+
+Reads params: grpo (all keys), agent (the terminal: pane size, observation limit, deadline margin),
+sandbox (runner keys). Starts where models/warmup/start.json says (the warmup adapter when warmup.enabled,
+the embedded profile; else the base model, H100).
+Writes the adapter (--out), rollouts.jsonl / steps.jsonl / screens.json (--rollouts-dir), checkpoints
+(--checkpoints; a rerun with the same config resumes from the last one), and --metrics-dir: train.json,
+timing.json, reward_distribution.json, dvclive/ curves, curves.png, reward.png.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import click
+
+from termagent.agent.config import AgentConfig
+from termagent.params import profile_option, read_sections
+from termagent.sandbox import Sandbox
+from termagent.sandbox.settings import SandboxParams
+from termagent.tasks.index import tasks_in_split
+from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
+from termagent.train.single_turn import EnvConfig
+
+P = click.Path(path_type=Path)
+
+
+@click.command()
+@profile_option
+@click.option("--warmup", default="models/warmup", show_default=True, type=P)
+@click.option("--tasks", "tasks_index", default="data/tasks.json", show_default=True, type=P)
+@click.option("--image", default="data/image.json", show_default=True, type=P)
+@click.option("--out", default="models/grpo", show_default=True, type=P)
+@click.option("--rollouts-dir", default="data/rollouts/grpo", show_default=True, type=P)
+@click.option("--checkpoints", default="checkpoints/grpo", show_default=True, type=P)
+@click.option("--metrics-dir", default="metrics/grpo", show_default=True, type=P)
+def main(params_file, profile, warmup, tasks_index, image, out, rollouts_dir, checkpoints, metrics_dir) -> None:
+    s = read_sections(params_file, profile, grpo=GRPOParams, agent=AgentConfig, sandbox=SandboxParams)
+    config, agent, sandbox_params = s.grpo, s.agent, s.sandbox
+    eff = config.effective()
+    # Every container of a generation batch starts while the model generates: the warm pool holds them all.
+    sandbox_config = dataclasses.replace(sandbox_params.sandbox_config(json.loads(image.read_text())["image"]),
+                                         warm_pool=max(sandbox_params.warm_pool, eff.generation_batch_size))
+    env = EnvConfig(pane_width=agent.pane_width, pane_height=agent.pane_height,
+                    max_observation_bytes=agent.max_observation_bytes, deadline_margin_sec=agent.deadline_margin_sec)
+    paths = GRPOPaths(warmup=warmup, out=out, rollouts_dir=rollouts_dir, checkpoints=checkpoints,
+                      metrics_dir=metrics_dir)
+    with Sandbox(sandbox_config) as sandbox:
+        try:
+            m = train_grpo(config, paths, tasks=tasks_in_split(tasks_index, "train"), sandbox=sandbox,
+                           env_config=env, extra_fingerprint={"agent": dataclasses.asdict(env)})
+        except (FileNotFoundError, ValueError, RuntimeError) as e:
+            raise click.ClickException(str(e)) from e
+    click.echo(f"{out}: {m['steps']} steps ({m['seconds_per_step'] or 0:.1f} s/step), {m['n_rollouts']} rollouts, "
+               f"valid JSON {m['valid_json_rate']:.2f}, verifier pass {m['verifier_pass_rate']:.2f}, "
+               f"groups with reward std > 0: {m['groups_nonzero_std']}/{m['groups']}, "
+               f"infra failures {m['n_infra_failures']}, adapter change {m['adapter_delta_l2']:.4g}"
+               + (f", resumed from {m['resumed_from']}" if m["resumed_from"] else ""))
+
+
+if __name__ == "__main__":
+    main()

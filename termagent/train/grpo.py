@@ -1,0 +1,561 @@
+"""Single-turn GRPO (TRL GRPOTrainer + PEFT LoRA) on the terminal tasks, rewarded in real containers.
+
+    python stages/grpo.py        # what `dvc repro grpo` runs; see `train_grpo` for the steps
+
+One step: the generation batch's prompts (the agent's first-turn prompt of a train task, repeated
+`num_generations` times) are announced to the sandbox, whose warm pool starts their containers while
+the model generates the group in one batched `generate` (transformers in-process on CPU; vLLM colocate on
+a GPU); each reply is parsed and, when it would run in the eval loop, typed into a fresh container's tmux
+and verified (`termagent.train.single_turn`); TRL turns the three reward components into advantages
+(weights = params `grpo.reward`, the sum is `termagent.rewards.single_turn_reward`); the loss and backward
+follow. Every completion goes to rollouts.jsonl before the backward pass and every finished step to
+steps.jsonl (append-only, fsynced): a crash loses at most the step in flight. The stage resumes from its
+last checkpoint when the run's fingerprint (config, start model, tasks) is unchanged; rollouts logged
+after that checkpoint (their training was lost) move to rollouts.orphaned.jsonl so the log matches the
+model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import shutil
+import statistics
+import time
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termagent import atomic
+from termagent.rewards import RewardWeights
+from termagent.rollouts import JsonlAppender, iter_jsonl
+from termagent.train.common import LoraParams
+from termagent.train.single_turn import Outcome, rollout_records, step_record
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class GRPORound2:
+    """DESIGN.md §4, GRPO round 2: what `grpo.round: 2` changes."""
+
+    num_generations: int = 16  # a bigger group: more groups with a nonzero reward std
+    max_prompt_length: int = 2048  # longer task prompts admitted
+    beta: float = 0.01  # a tighter KL leash for the second round
+    gradient_accumulation_steps: int | None = None  # None: keep round 1's (the batch must hold whole groups)
+
+
+@dataclass
+class GRPOParams:
+    """The `grpo:` section. Defaults are DESIGN.md §4 (the H100 run); params.yaml shrinks them for CPU."""
+
+    round: int = 1  # 1 | 2: round 2 applies `round2` (one switch: `dvc exp run -S grpo.round=2`)
+    round2: GRPORound2 = field(default_factory=GRPORound2)
+    lora: LoraParams = field(default_factory=lambda: LoraParams(r=64, alpha=64))  # DESIGN §4; unused when starting from the warmup adapter (that adapter is trained on)
+    reward: RewardWeights = field(default_factory=RewardWeights)  # 0.05 format + 0.10 script + 0.85 verifier
+    num_generations: int = 8  # completions per prompt (the group)
+    per_device_train_batch_size: int = 4  # completions per micro-batch
+    gradient_accumulation_steps: int = 4  # micro-batches per optimizer step = one generation batch
+    max_steps: int = 200  # optimizer steps
+    learning_rate: float = 5e-6
+    lr_scheduler_type: str = "cosine"
+    warmup_steps: float = 0.0  # steps, or a fraction of max_steps when < 1
+    beta: float = 0.005  # KL coefficient (reference = the start: the base, or TRL's frozen copy of the warmup adapter)
+    max_prompt_length: int = 1024  # tokens; longer task prompts are left out (never truncated: eval would not)
+    max_completion_length: int = 2048  # tokens per reply; a reply cut here runs nothing and earns 0
+    temperature: float = 1.0  # sample the policy as it is (RESEARCH rec. 4: no top-p/top-k bias)
+    top_p: float = 1.0
+    top_k: int = 0
+    loss_type: str = "dapo"  # TRL's default token-level loss
+    scale_rewards: str = "group"  # advantages divided by the group's std (GRPO)
+    mask_truncated_completions: bool = False  # cut-off replies keep their 0 reward: the model learns to stop
+    save_steps: int = 10  # checkpoint every N steps (resume point after a crash)
+    save_total_limit: int = 2
+    seed: int = 0
+    max_tasks: int = 0  # 0: every train task; N: the first N by id (smoke runs)
+    concurrency: int = 8  # replies executed (containers) at once
+    strict_format: bool = True  # a reply the parser had to repair is invalid JSON: runs nothing, earns 0 (RESEARCH §3: auto-fixing parsers get hacked)
+    use_vllm: bool = True  # H100: generate with vLLM; CPU: in-process transformers
+    vllm_mode: str = "colocate"  # vLLM inside the trainer process, sharing the GPU
+    vllm_gpu_memory_utilization: float = 0.3  # the rest is the trainer's (8B bf16 + LoRA + activations)
+    vllm_enable_sleep_mode: bool = False  # sleep mode reloads weights on every call (RESEARCH §1.6)
+    vllm_importance_sampling_mode: str = "token_truncate"  # sequence_mask drops long replies wholesale (#4772)
+    rolling_window: int = 20  # steps in the reward's rolling mean ± 1 sigma curve
+
+    def __post_init__(self) -> None:
+        if self.round not in (1, 2):
+            raise ValueError(f"round must be 1 or 2, got {self.round}")
+        if self.num_generations < 2:
+            raise ValueError(f"num_generations must be >= 2 (a group), got {self.num_generations}")
+        eff = self.effective()
+        if eff.generation_batch_size % eff.num_generations:
+            raise ValueError(f"per_device_train_batch_size x gradient_accumulation_steps ({eff.generation_batch_size}"
+                             f", round {self.round}) must be a multiple of num_generations ({eff.num_generations})")
+
+    def effective(self) -> GRPOParams:
+        """The config this round trains with (round 2: `round2` applied)."""
+        if self.round != 2:
+            return self
+        r2 = self.round2
+        return dataclasses.replace(self, round=1, num_generations=r2.num_generations,
+                                   max_prompt_length=r2.max_prompt_length, beta=r2.beta,
+                                   gradient_accumulation_steps=r2.gradient_accumulation_steps
+                                   or self.gradient_accumulation_steps)
+
+    @property
+    def generation_batch_size(self) -> int:
+        return self.per_device_train_batch_size * self.gradient_accumulation_steps
+
+
+@dataclass(frozen=True)
+class GRPOPaths:
+    warmup: Path = Path("models/warmup")  # its start.json names the start: the base, or the warmup adapter on it
+    out: Path = Path("models/grpo")
+    rollouts_dir: Path = Path("data/rollouts/grpo")
+    checkpoints: Path = Path("checkpoints/grpo")
+    metrics_dir: Path = Path("metrics/grpo")
+
+
+# ---- the trainer ---------------------------------------------------------------------------------------------
+
+def make_trainer_class():
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    class TerminalGRPOTrainer(GRPOTrainer):
+        """GRPOTrainer + the sandbox: containers announced before generation, rollouts logged after scoring,
+        time per phase measured, the reward's rolling mean ± 1 sigma logged next to TRL's metrics."""
+
+        def __init__(self, *args, env, run_log: RunLog, rolling_window: int = 20, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.env = env
+            self.run_log = run_log
+            self._rewards = deque(maxlen=rolling_window)
+            self.add_callback(_StepEnd(self))
+
+        def _generate_and_score_completions(self, inputs):
+            step = self.state.global_step
+            t0 = time.monotonic()
+            self.env.prepare([x["task_id"] for x in inputs])
+            self.run_log.timing["generate"] = 0.0
+            out = super()._generate_and_score_completions(inputs)
+            timing = self.run_log.timing
+            timing["generate_and_score"] = time.monotonic() - t0
+            timing["score"] = self.env.last_score_s
+            self.run_log.add_rollouts(step, [x["prompt"] for x in inputs], self.env.last_outcomes,
+                                      group_size=self.num_generations, generate_s=timing["generate"])
+            return out
+
+        def _generate(self, prompts):
+            t0 = time.monotonic()
+            try:
+                return super()._generate(prompts)
+            finally:
+                self.run_log.timing["generate"] += time.monotonic() - t0
+
+        def training_step(self, *args, **kwargs):
+            t0 = time.monotonic()
+            try:
+                return super().training_step(*args, **kwargs)
+            finally:
+                self.run_log.timing["training_step"] = self.run_log.timing.get("training_step", 0.0) + (
+                    time.monotonic() - t0)
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            # GRPOTrainer.log folds its per-step metrics (reward, kl, ...) into `logs` after this point: the
+            # step's reward is read where it collects them.
+            step_rewards = [r for r in self._metrics["train"].get("reward", []) if math.isfinite(r)]
+            if step_rewards and "loss" in logs:  # a training step's log
+                self._rewards.append(statistics.fmean(step_rewards))
+                mean = statistics.fmean(self._rewards)
+                std = statistics.pstdev(self._rewards) if len(self._rewards) > 1 else 0.0
+                logs.update({"reward_rolling_mean": mean, "reward_rolling_lo": mean - std,
+                             "reward_rolling_hi": mean + std})
+            if "loss" not in logs:  # the end-of-training summary: nothing per-step to add
+                return super().log(logs, start_time)
+            for key, value in self.run_log.last_step_timing.items():
+                logs[f"time/{key}_s"] = value
+            if self.run_log.last_step:
+                logs["infra_failures"] = self.run_log.last_step["n_infra_failures"]
+                logs["verifier_pass_rate"] = self.run_log.last_step["verifier_pass_rate"]
+                logs["format_valid_rate"] = self.run_log.last_step["format_valid_rate"]
+            super().log(logs, start_time)
+
+    class _StepEnd(TrainerCallback):
+        def __init__(self, trainer):
+            self.trainer = trainer
+            self.t0 = time.monotonic()
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.t0 = time.monotonic()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.trainer.run_log.end_step(state.global_step - 1, time.monotonic() - self.t0)
+
+    return TerminalGRPOTrainer
+
+
+class RunLog:
+    """rollouts.jsonl / steps.jsonl of a run, and the time each step spent per phase."""
+
+    def __init__(self, rollouts_dir: Path):
+        self.rollouts = JsonlAppender(rollouts_dir / "rollouts.jsonl")
+        self.steps = JsonlAppender(rollouts_dir / "steps.jsonl")
+        self.timing: dict[str, float] = {}
+        self._pending: tuple[int, list[Outcome], float] | None = None
+        self.last_step: dict | None = None
+        self.last_step_timing: dict[str, float] = {}
+        self.step_timings: list[dict[str, float]] = []
+
+    def add_rollouts(self, step: int, prompts, outcomes: list[Outcome], *, group_size: int, generate_s: float):
+        records, frac_zero = rollout_records(outcomes, prompts, training_step=step, group_size=group_size,
+                                             generate_s=generate_s)
+        self.rollouts.write_batch(records)  # before the backward pass: a crash from here loses no reply
+        self._pending = (step, list(outcomes), frac_zero)
+
+    def end_step(self, step: int, step_s: float) -> None:
+        if self._pending is None:
+            return
+        gen_step, outcomes, frac_zero = self._pending
+        t = self.timing
+        timings = {"step": step_s, "generate": t.get("generate", 0.0), "score": t.get("score", 0.0),
+                   "backward": max(0.0, t.get("training_step", 0.0) - t.get("generate_and_score", 0.0)),
+                   **_trial_means(outcomes)}
+        timings["other"] = max(0.0, step_s - t.get("training_step", 0.0))  # optimizer, logging, checkpoints
+        record = step_record(outcomes, training_step=gen_step, frac_zero_std=frac_zero, timings=timings)
+        self.steps.write(record)
+        self.last_step, self.last_step_timing = record, {k: round(v, 4) for k, v in timings.items()}
+        self.step_timings.append(timings)
+        self._pending, self.timing = None, {}
+
+    def close(self) -> None:
+        self.rollouts.close()
+        self.steps.close()
+
+
+def _trial_means(outcomes: list[Outcome]) -> dict[str, float]:
+    """Per executed reply, mean seconds: waiting for its container, tmux + commands, verifier, removal."""
+    executed = [o.durations for o in outcomes if o.executed]
+    keys = {"create": "container_wait", "create_engine": "container_start", "agent": "agent",
+            "verify": "verify", "remove": "container_remove"}
+    return {name: statistics.fmean(d.get(k, 0.0) for d in executed) if executed else 0.0
+            for k, name in keys.items()}
+
+
+# ---- resume --------------------------------------------------------------------------------------------------
+
+def fingerprint(config: GRPOParams, start_model: dict, tasks: list[tuple[str, str]], extra: dict) -> str:
+    doc = {"config": dataclasses.asdict(config), "start": start_model, "tasks": sorted(tasks), "extra": extra}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def last_checkpoint(checkpoints: Path) -> Path | None:
+    found = [p for p in checkpoints.glob("checkpoint-*") if (p / "trainer_state.json").is_file()]
+    return max(found, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+def prepare_run_dirs(paths: GRPOPaths, run_id: str) -> Path | None:
+    """The checkpoint to resume from (same fingerprint, one exists), after moving the rollouts and step
+    records of steps after it to *.orphaned.jsonl and trimming the curves; else a clean slate."""
+    run_file = paths.rollouts_dir / "run.json"
+    previous = json.loads(run_file.read_text()).get("fingerprint") if run_file.is_file() else None
+    checkpoint = last_checkpoint(paths.checkpoints) if previous == run_id else None
+    if checkpoint is None:
+        for path in (paths.rollouts_dir, paths.checkpoints, paths.metrics_dir / "dvclive"):
+            if path.exists():
+                shutil.rmtree(path)
+        paths.rollouts_dir.mkdir(parents=True, exist_ok=True)
+        atomic.write_json(run_file, {"fingerprint": run_id})
+        return None
+    step = json.loads((checkpoint / "trainer_state.json").read_text())["global_step"]
+    for name in ("rollouts.jsonl", "steps.jsonl"):
+        _split_log(paths.rollouts_dir / name, keep=lambda r: r.get("training_step", 0) < step)
+    _trim_dvclive(paths.metrics_dir / "dvclive", step)
+    log.info("resuming from %s (step %d)", checkpoint, step)
+    return checkpoint
+
+
+def _split_log(path: Path, keep) -> None:
+    """Rewrite `path` with the records `keep` accepts; the others are appended to <name>.orphaned.jsonl."""
+    if not path.is_file():
+        return
+    kept, orphaned = [], []
+    for record in iter_jsonl(path):
+        (kept if keep(record) else orphaned).append(record)
+    if orphaned:
+        with JsonlAppender(path.with_suffix(".orphaned.jsonl")) as out:
+            out.write_batch(orphaned)
+    text = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in kept)
+    atomic.write_text(path, text, fsync=True)
+
+
+def _trim_dvclive(live_dir: Path, step: int) -> None:
+    """Drop curve points of steps >= `step` (they are logged again by the resumed run)."""
+    for tsv in (live_dir / "plots" / "metrics").rglob("*.tsv") if live_dir.is_dir() else []:
+        lines = tsv.read_text().splitlines()
+        if not lines or "step" not in lines[0].split("\t"):
+            continue
+        col = lines[0].split("\t").index("step")  # "step\tvalue" (dvclive 3.49) or "timestamp\tstep\tvalue"
+        keep = lines[:1] + [line for line in lines[1:] if int(float(line.split("\t")[col])) < step]
+        atomic.write_text(tsv, "\n".join(keep) + "\n")
+
+
+# ---- the run -------------------------------------------------------------------------------------------------
+
+def grpo_config(config: GRPOParams, paths: GRPOPaths, tokenizer_eos: list[int]):
+    from trl import GRPOConfig
+
+    from termagent.train.common import has_cuda, training_kwargs
+
+    c = config.effective()
+    use_vllm = c.use_vllm and has_cuda()
+    if c.use_vllm and not has_cuda():
+        raise RuntimeError("params.yaml: grpo.use_vllm is true but there is no CUDA device "
+                           "(the embedded CPU profile sets grpo.use_vllm: false)")
+    vllm = {"vllm_mode": c.vllm_mode, "vllm_gpu_memory_utilization": c.vllm_gpu_memory_utilization,
+            "vllm_enable_sleep_mode": c.vllm_enable_sleep_mode,
+            "vllm_importance_sampling_mode": c.vllm_importance_sampling_mode,
+            "vllm_max_model_length": c.max_prompt_length + c.max_completion_length} if use_vllm else {}
+    return GRPOConfig(**training_kwargs(
+        output_dir=paths.checkpoints, seed=c.seed, gradient_checkpointing=True,
+        per_device_train_batch_size=c.per_device_train_batch_size,
+        gradient_accumulation_steps=c.gradient_accumulation_steps, max_steps=c.max_steps,
+        learning_rate=c.learning_rate, lr_scheduler_type=c.lr_scheduler_type, warmup_steps=c.warmup_steps,
+        num_generations=c.num_generations, max_completion_length=c.max_completion_length, beta=c.beta,
+        temperature=c.temperature, top_p=c.top_p, top_k=c.top_k, loss_type=c.loss_type,
+        scale_rewards=c.scale_rewards, mask_truncated_completions=c.mask_truncated_completions,
+        reward_weights=[c.reward.format, c.reward.script, c.reward.verifier],
+        save_strategy="steps", save_steps=c.save_steps, save_total_limit=c.save_total_limit,
+        logging_steps=1, log_completions=False, disable_dropout=True, use_vllm=use_vllm, **vllm))
+
+
+def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_config, extra_fingerprint: dict
+               | None = None, progress: bool = True) -> dict[str, Any]:
+    """Train, save the adapter to `paths.out`, write metrics; returns the summary (metrics/grpo/train.json).
+
+    `tasks`: the train split (already loaded); `sandbox`: a Sandbox for the task containers;
+    `env_config`: the single-turn environment's EnvConfig (terminal from the agent section)."""
+    from datasets import Dataset
+
+    from termagent.train.common import (
+        StageTimer,
+        adapter_state,
+        dvclive_callback,
+        load_model,
+        load_tokenizer,
+        plot_curves,
+        save_adapter,
+        seed_everything,
+        write_stage_metrics,
+    )
+    from termagent.train.single_turn import SingleTurnEnv
+    from termagent.train.warmup import resolve_start
+
+    c = config.effective()
+    timer = StageTimer()
+    tasks = sorted(tasks, key=lambda t: t.id)[: c.max_tasks or None]
+    if not tasks:
+        raise ValueError("grpo: no training task (data/tasks.json has no task in split 'train')")
+    # One switch decides where GRPO starts: warmup.enabled (the warmup stage records it in start.json).
+    base_dir, start_dir = resolve_start(paths.warmup)
+    start = {"base": _dir_digest(base_dir), "warmup": _dir_digest(start_dir) if start_dir else None}
+    run_id = fingerprint(config, start, [(t.id, t.content_hash) for t in tasks], extra_fingerprint or {})
+    resume = prepare_run_dirs(paths, run_id)
+    seed_everything(c.seed)
+
+    tokenizer = load_tokenizer(base_dir)
+    model = load_model(base_dir, start_dir, trainable=True)
+    eos = _eos_ids(model, tokenizer)
+    env_config = dataclasses.replace(env_config, weights=c.reward, concurrency=c.concurrency,
+                                     strict_format=c.strict_format)
+    env = SingleTurnEnv(sandbox, tasks, env_config, eos_token_ids=eos)
+    with timer.phase("screens"):
+        env.probe_screens(paths.rollouts_dir / "screens.json", progress=progress)
+    rows, too_long = [], []
+    for row in env.dataset_rows():
+        n = len(tokenizer.apply_chat_template(row["prompt"], add_generation_prompt=True, tokenize=True,
+                                              return_dict=True)["input_ids"])
+        (rows if n <= c.max_prompt_length else too_long).append({**row, "prompt_tokens": n})
+    if not rows:
+        raise ValueError(f"grpo: every task prompt is longer than grpo.max_prompt_length={c.max_prompt_length}")
+    if too_long:
+        log.warning("%d task prompts longer than %d tokens left out: %s", len(too_long), c.max_prompt_length,
+                    [r["task_id"] for r in too_long])
+    dataset = Dataset.from_list([{"prompt": r["prompt"], "task_id": r["task_id"]} for r in rows])
+
+    args = grpo_config(config, paths, eos)
+    before = adapter_state(model) if start_dir else None
+    run_log = RunLog(paths.rollouts_dir)
+    trainer_cls = make_trainer_class()
+    trainer = trainer_cls(model=model, processing_class=tokenizer, reward_funcs=env.reward_functions(),
+                          args=args, train_dataset=dataset, peft_config=None if start_dir else c.lora.to_peft(),
+                          callbacks=[dvclive_callback(paths.metrics_dir)] if resume is None
+                          else [_resumed_dvclive(paths.metrics_dir)],
+                          env=env, run_log=run_log, rolling_window=c.rolling_window)
+    if before is None:
+        before = adapter_state(trainer.model)
+    if resume is not None:  # the rolling mean continues over the steps kept from the first try
+        trainer._rewards.extend(s["reward_mean"] for s in iter_jsonl(paths.rollouts_dir / "steps.jsonl"))
+    try:
+        with timer.phase("train"):
+            trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    finally:
+        env.close()
+        run_log.close()
+    after = adapter_state(trainer.model)
+    delta = math.sqrt(sum(float((after[k] - before[k]).pow(2).sum()) for k in before if k in after))
+    with timer.phase("save"):
+        save_adapter(trainer.model, tokenizer, paths.out,
+                     manifest={"stage": "grpo", "start": "warmup" if start_dir else "base", "base": str(base_dir),
+                               "round": config.round, "steps": trainer.state.global_step, "fingerprint": run_id})
+
+    summary = summarize_rollouts(paths.rollouts_dir)
+    timing = timing_summary(run_log.step_timings, paths.rollouts_dir / "steps.jsonl")
+    atomic.write_json(paths.metrics_dir / "timing.json", timing)
+    atomic.write_json(paths.metrics_dir / "reward_distribution.json", reward_histogram(paths.rollouts_dir))
+    plot_curves(paths.metrics_dir, paths.metrics_dir / "curves.png", "grpo")
+    plot_reward(paths.metrics_dir, paths.rollouts_dir, paths.metrics_dir / "reward.png", c.rolling_window)
+    metrics = dict(summary, steps=trainer.state.global_step, round=config.round,
+                   start="warmup" if start_dir else "base", resumed_from=str(resume) if resume else None,
+                   adapter_delta_l2=delta, tasks=len(rows), tasks_prompt_too_long=len(too_long),
+                   config=dataclasses.asdict(c), seconds_per_step=timing["mean_s"].get("step"))
+    write_stage_metrics(paths.metrics_dir / "train.json", "grpo", timer, **metrics)
+    return metrics
+
+
+def _resumed_dvclive(metrics_dir: Path):
+    """Like common.dvclive_callback, but continuing the curves of the crashed run (Live(resume=True))."""
+    from dvclive import Live
+    from transformers.integrations import DVCLiveCallback
+
+    class _StepCallback(DVCLiveCallback):
+        def on_log(self, args, state, control, model=None, logs=None, **kwargs):
+            if self.live is not None:
+                self.live.step = state.global_step
+            return super().on_log(args, state, control, model=model, logs=logs, **kwargs)
+
+    live = Live(dir=str(metrics_dir / "dvclive"), dvcyaml=False, save_dvc_exp=False, report=None, resume=True)
+    return _StepCallback(live=live, log_model=None)
+
+
+def _eos_ids(model, tokenizer) -> list[int]:
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
+    return sorted({*eos, tokenizer.eos_token_id} - {None})
+
+
+def _dir_digest(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    h = hashlib.sha256()
+    for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
+        h.update(str(file.relative_to(path)).encode())
+        h.update(file.read_bytes())
+    return h.hexdigest()
+
+
+# ---- what the run saw ----------------------------------------------------------------------------------------
+
+def summarize_rollouts(rollouts_dir: Path) -> dict[str, Any]:
+    """The numbers the embedded run must show (valid JSON > 0, pass rate in (0, 1), groups with signal)."""
+    rows = list(iter_jsonl(rollouts_dir / "rollouts.jsonl"))
+    steps = list(iter_jsonl(rollouts_dir / "steps.jsonl")) if (rollouts_dir / "steps.jsonl").is_file() else []
+    scored = [r for r in rows if r.get("reward") is not None]
+    groups = defaultdict(list)
+    for r in scored:
+        groups[(r["training_step"], r["task_id"])].append(r)
+    n = len(rows)
+    return {
+        "n_rollouts": n,
+        "n_scored": len(scored),
+        "n_infra_failures": n - len(scored),
+        "valid_json_rate": sum(r["format_reward"] > 0 for r in rows) / n if n else 0.0,
+        "parse_ok_rate": sum(bool(r.get("parse_ok")) for r in rows) / n if n else 0.0,
+        "script_ok_rate": sum(r["script_reward"] > 0 for r in rows) / n if n else 0.0,
+        "verifier_pass_rate": sum(r["verifier_reward"] >= 1.0 for r in scored) / len(scored) if scored else 0.0,
+        "verifier_mean": statistics.fmean(r["verifier_reward"] for r in scored) if scored else 0.0,
+        "reward_mean": statistics.fmean(r["reward"] for r in scored) if scored else 0.0,
+        "groups": len(groups),
+        "groups_nonzero_std": sum(r[0]["step_reward_std"] > 0 for r in groups.values()),
+        "frac_zero_std_mean": statistics.fmean(s["frac_zero_std"] for s in steps) if steps else None,
+        "reward_first_step": steps[0]["reward_mean"] if steps else None,
+        "reward_last_step": steps[-1]["reward_mean"] if steps else None,
+    }
+
+
+def timing_summary(step_timings: list[dict[str, float]], steps_file: Path) -> dict[str, Any]:
+    """Seconds per GRPO step and where they go (means over this process's steps; all steps' from the log)."""
+    if not step_timings and steps_file.is_file():
+        step_timings = [s.get("timings", {}) for s in iter_jsonl(steps_file)]
+    keys = sorted({k for t in step_timings for k in t})
+    mean = {k: round(statistics.fmean(t.get(k, 0.0) for t in step_timings), 4) for k in keys}
+    return {
+        "n_steps": len(step_timings),
+        "mean_s": mean,
+        "definitions": {
+            "step": "wall time of one optimizer step (generation + scoring + loss/backward + optimizer)",
+            "generate": "batched generation of the whole group(s) of the step",
+            "score": "wall time from the end of generation to every reply scored (containers, tmux, verifier)",
+            "backward": "loss forward + backward over the micro-batches (training_step minus generate/score)",
+            "other": "optimizer step, logging, checkpoint saving",
+            "container_wait": "per executed reply: waiting for its container (0 when prestarted in time)",
+            "container_start": "per executed reply: engine time to create + start it (overlaps generation)",
+            "agent": "per executed reply: tmux start + typing the commands + capture",
+            "verify": "per executed reply: copying and running the tests",
+            "container_remove": "per executed reply: removal",
+        },
+    }
+
+
+def reward_histogram(rollouts_dir: Path, bins: int = 20) -> list[dict]:
+    """The reward distribution over every scored rollout, as DVC plot rows (bin start, count)."""
+    rewards = [r["reward"] for r in iter_jsonl(rollouts_dir / "rollouts.jsonl") if r.get("reward") is not None]
+    counts = [0] * bins
+    for value in rewards:
+        counts[min(bins - 1, max(0, int(value * bins)))] += 1
+    return [{"reward": round(i / bins, 4), "count": counts[i]} for i in range(bins)]
+
+
+def plot_reward(metrics_dir: Path, rollouts_dir: Path, png: Path, window: int) -> Path | None:
+    """Reward per step with its rolling mean ± 1 sigma, the three components, and the reward histogram."""
+    steps = list(iter_jsonl(rollouts_dir / "steps.jsonl")) if (rollouts_dir / "steps.jsonl").is_file() else []
+    if not steps:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [s["training_step"] for s in steps]
+    y = [s["reward_mean"] for s in steps]
+    mean, lo, hi = [], [], []
+    for i in range(len(y)):
+        w = y[max(0, i - window + 1): i + 1]
+        m, sd = statistics.fmean(w), statistics.pstdev(w) if len(w) > 1 else 0.0
+        mean.append(m), lo.append(m - sd), hi.append(m + sd)
+    rows = list(iter_jsonl(rollouts_dir / "rollouts.jsonl"))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
+    axes[0].plot(x, y, ".", alpha=0.5, label="reward (step mean)")
+    axes[0].plot(x, mean, label=f"rolling mean ({window})")
+    axes[0].fill_between(x, lo, hi, alpha=0.2, label="± 1 sigma")
+    axes[0].set_xlabel("step"), axes[0].legend(fontsize=7), axes[0].set_title("reward")
+    for key in ("format_reward", "script_reward", "verifier_reward"):
+        per = defaultdict(list)
+        for r in rows:
+            if r.get("reward") is not None:
+                per[r["training_step"]].append(r[key])
+        xs = sorted(per)
+        axes[1].plot(xs, [statistics.fmean(per[s]) for s in xs], label=key.removesuffix("_reward"))
+    axes[1].set_xlabel("step"), axes[1].legend(fontsize=7), axes[1].set_title("reward components")
+    axes[2].hist([r["reward"] for r in rows if r.get("reward") is not None], bins=20, range=(0, 1))
+    axes[2].set_xlabel("reward"), axes[2].set_title("reward distribution (all rollouts)")
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.target(png) as tmp:
+        fig.savefig(tmp, format="png", dpi=90)
+    plt.close(fig)
+    return png
