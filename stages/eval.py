@@ -23,11 +23,11 @@ import click
 
 from termagent.evaluate.config import EvalConfig
 from termagent.evaluate.runner import (
-    SerializedPolicy,
     local_protocol,
     model_dirs,
     policy_spec,
     run_local_eval,
+    shared_policy,
     write_eval_outputs,
 )
 from termagent.params import ParamsError, load_params, section
@@ -59,7 +59,7 @@ def eval_local(model: str, cfg: EvalConfig, params: dict, params_file: Path, out
             # The served model's own tokenizer counts the context (never a guess).
             policy = make_policy(f"openai:{url}", tokenizer=str(base))
         else:
-            policy = SerializedPolicy(make_policy(policy_spec(model)))
+            policy = shared_policy(make_policy(policy_spec(model)), cfg.concurrency)
         stack.callback(policy.close)
         agent = TerminusAgent(policy, agent_cfg)
         click.echo(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")

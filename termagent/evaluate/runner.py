@@ -159,6 +159,17 @@ def policy_spec(model: str, models_dir: Path = Path("models")) -> str:
     return f"hf:{base}" + (f",adapter={adapter}" if adapter else "")
 
 
+def shared_policy(policy, concurrency: int):
+    """The in-process policy that `concurrency` trials share: their pending calls batched into one
+    forward (BatchingPolicy) when several run at once and the backend takes token ids, else one call
+    at a time (SerializedPolicy)."""
+    if concurrency > 1 and callable(getattr(policy, "generate_ids", None)):
+        from termagent.policy.batching import BatchingPolicy
+
+        return BatchingPolicy(policy)
+    return SerializedPolicy(policy)
+
+
 class SerializedPolicy:
     """One in-process model shared by concurrent trials: generate() calls take turns (the CPU has
     no room for two at once, and a transformers model is not meant to be driven from two threads),
