@@ -1,0 +1,280 @@
+"""TRL/PEFT glue every training stage shares: LoRA params, loading the base model (+ an adapter), CPU-safe
+training arguments, dvclive curves, saving a standard PEFT adapter, and the stage's timing/metrics JSON.
+
+Kept free of any one trainer: SFT, DPO, GRPO and MT-GRPO build their own `*Config` with
+`training_kwargs(...)` and pass `dvclive_callback(...)` to their trainer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import platform
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from termagent import atomic
+
+log = logging.getLogger(__name__)
+
+
+# -- LoRA ---------------------------------------------------------------------------------------------------
+@dataclass
+class LoraParams:
+    r: int = 16  # adapter rank; DESIGN §4 uses 16 on the 8B model
+    alpha: int = 32  # scaling = alpha / r (2x, the common choice)
+    dropout: float = 0.0  # 0: sampling and the loss see the same network (RESEARCH rec. 6)
+    target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                               "gate_proj", "up_proj", "down_proj"])  # all linear layers of a Qwen3 block
+
+    def __post_init__(self):
+        if self.r <= 0:
+            raise ValueError(f"lora.r must be > 0, got {self.r}")
+        if not self.target_modules:
+            raise ValueError("lora.target_modules must name at least one module")
+
+    def to_peft(self):
+        from peft import LoraConfig
+
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=list(self.target_modules), bias="none", task_type="CAUSAL_LM")
+
+
+# -- devices and training arguments -------------------------------------------------------------------------
+def has_cuda() -> bool:
+    return torch.cuda.is_available()
+
+
+def bf16_supported() -> bool:
+    """bf16 only on a GPU that has it (TRL defaults bf16=True even with use_cpu=True: RESEARCH §1.7)."""
+    return has_cuda() and torch.cuda.is_bf16_supported()
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def training_kwargs(*, output_dir: str | Path, seed: int, logging_steps: int = 1,
+                    gradient_checkpointing: bool = True, **extra: Any) -> dict[str, Any]:
+    """Keyword arguments for any TRL `*Config` (a TrainingArguments subclass) that are safe on CPU and right
+    on a GPU: bf16 only where supported, gradient checkpointing only on CUDA, use_cpu without CUDA, no
+    `report_to` integrations (our dvclive callback is passed explicitly), no checkpoints unless asked.
+    `extra` overrides anything here."""
+    cuda = has_cuda()
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(output_dir),
+        seed=seed,
+        data_seed=seed,
+        bf16=bf16_supported(),
+        fp16=False,
+        use_cpu=not cuda,
+        gradient_checkpointing=gradient_checkpointing and cuda,
+        logging_steps=logging_steps,
+        report_to="none",
+        save_strategy="no",
+        disable_tqdm=False,  # progress bars
+        dataloader_num_workers=0,
+    )
+    kwargs.update(extra)
+    return kwargs
+
+
+# -- models -------------------------------------------------------------------------------------------------
+def load_tokenizer(model_dir: str | Path, chat_template_path: str | Path | None = None):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    if chat_template_path:
+        tokenizer.chat_template = Path(chat_template_path).read_text()
+    if tokenizer.chat_template is None:
+        raise ValueError(f"{model_dir}: the tokenizer has no chat template")
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, *, trainable: bool = True,
+               adapter_name: str = "default"):
+    """The base model from `model_dir` (a transformers directory), in bf16 where supported, else fp32;
+    with `adapter_dir`, wrapped as a PeftModel with that adapter loaded (trainable when asked).
+    Returns the model (not yet moved: the trainer places it)."""
+    from transformers import AutoModelForCausalLM
+
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"{model_dir}: no config.json (expected a transformers model directory)")
+    dtype = torch.bfloat16 if bf16_supported() else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype)
+    if adapter_dir is not None:
+        from peft import PeftModel
+
+        adapter_dir = Path(adapter_dir)
+        if not (adapter_dir / "adapter_config.json").is_file():
+            raise FileNotFoundError(f"{adapter_dir}: no adapter_config.json (expected a PEFT adapter directory)")
+        model = PeftModel.from_pretrained(model, str(adapter_dir), is_trainable=trainable,
+                                          adapter_name=adapter_name)
+    return model
+
+
+def save_adapter(model, tokenizer, out_dir: str | Path, *, manifest: dict | None = None) -> Path:
+    """A standard PEFT adapter (adapter_config.json + adapter_model.safetensors) and the tokenizer, written
+    atomically to `out_dir`: `PeftModel.from_pretrained(base, out_dir)` and vLLM `--lora-modules` load it.
+    Only the "default" adapter is saved (DPO's "ref" copy is not part of the result)."""
+    with atomic.staged_dir(out_dir) as staging:
+        if _is_peft(model):
+            model.save_pretrained(str(staging), selected_adapters=["default"])
+        else:
+            model.save_pretrained(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        if manifest is not None:
+            atomic.write_json(staging / "manifest.json", manifest)
+    return Path(out_dir)
+
+
+def _is_peft(model) -> bool:
+    try:
+        from peft import PeftModel
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(model, PeftModel)
+
+
+def adapter_state(model, adapter_name: str = "default") -> dict[str, torch.Tensor]:
+    """A CPU copy of the LoRA weights of one adapter (for "did training change them" checks)."""
+    return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()
+            if "lora_" in name and f".{adapter_name}." in name}
+
+
+# -- dvclive ------------------------------------------------------------------------------------------------
+def dvclive_callback(stage_metrics_dir: str | Path):
+    """A transformers DVCLiveCallback writing `<dir>/dvclive/` (plots/metrics/*.tsv, metrics.json) without
+    touching dvc.yaml or creating DVC experiments, its step = the trainer's global_step (RESEARCH §5)."""
+    from dvclive import Live
+    from transformers.integrations import DVCLiveCallback
+
+    class _StepCallback(DVCLiveCallback):
+        def on_log(self, args, state, control, model=None, logs=None, **kwargs):
+            if self.live is not None:
+                self.live.step = state.global_step
+            return super().on_log(args, state, control, model=model, logs=logs, **kwargs)
+
+    live = Live(dir=str(Path(stage_metrics_dir) / "dvclive"), dvcyaml=False, save_dvc_exp=False,
+                report=None)
+    return _StepCallback(live=live, log_model=None)
+
+
+def read_dvclive_series(stage_metrics_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
+    """{metric: [(step, value), ...]} from the dvclive TSVs under `<dir>/dvclive/plots/metrics/`."""
+    root = Path(stage_metrics_dir) / "dvclive" / "plots" / "metrics"
+    series: dict[str, list[tuple[int, float]]] = {}
+    for tsv in sorted(root.rglob("*.tsv")) if root.is_dir() else []:
+        name = str(tsv.relative_to(root).with_suffix(""))
+        rows = tsv.read_text().splitlines()[1:]
+        series[name] = [(int(r.split("\t")[1]), float(r.split("\t")[2])) for r in rows if r.count("\t") >= 2]
+    return series
+
+
+def plot_curves(stage_metrics_dir: str | Path, png_path: str | Path, title: str) -> Path | None:
+    """One PNG with a panel per logged series (loss, learning rate, grad norm, ...). None if nothing logged."""
+    series = read_dvclive_series(stage_metrics_dir)
+    series = {k: v for k, v in series.items() if len(v) >= 1}
+    if not series:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted(series)
+    cols = min(3, len(names))
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.0 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        steps, values = zip(*series[name])
+        ax.plot(steps, values, marker="." if len(steps) < 30 else None)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("step")
+    for ax in list(axes.flat)[len(names):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    png_path = Path(png_path)
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic.target(png_path) as tmp:
+        fig.savefig(tmp, format="png", dpi=90)
+    plt.close(fig)
+    return png_path
+
+
+# -- stage metrics ------------------------------------------------------------------------------------------
+class StageTimer:
+    """Wall time per phase of a stage: `with timer.phase("train"): ...`; `timer.as_dict()`."""
+
+    def __init__(self):
+        self.start = time.monotonic()
+        self.phases: dict[str, float] = {}
+
+    def phase(self, name: str):
+        timer = self
+
+        class _Phase:
+            def __enter__(self):
+                self.t0 = time.monotonic()
+
+            def __exit__(self, *exc):
+                timer.phases[name] = timer.phases.get(name, 0.0) + time.monotonic() - self.t0
+                return False
+
+        return _Phase()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"wall_s": round(time.monotonic() - self.start, 3),
+                "phases_s": {k: round(v, 3) for k, v in self.phases.items()}}
+
+
+def environment() -> dict[str, Any]:
+    import transformers
+
+    env = {"python": platform.python_version(), "torch": torch.__version__,
+           "transformers": transformers.__version__, "device": "cuda" if has_cuda() else "cpu",
+           "torch_threads": torch.get_num_threads(), "bf16": bf16_supported()}
+    for name in ("trl", "peft"):
+        try:
+            env[name] = __import__(name).__version__
+        except ImportError:  # pragma: no cover
+            pass
+    if has_cuda():
+        env["gpu"] = torch.cuda.get_device_name(0)
+    return env
+
+
+def write_stage_metrics(path: str | Path, stage: str, timer: StageTimer | None = None, **metrics: Any) -> Path:
+    """metrics/<stage>/train.json (or any path): stage name, timings, environment, and the stage's numbers."""
+    doc: dict[str, Any] = {"stage": stage}
+    if timer is not None:
+        doc.update(timer.as_dict())
+    doc.update(metrics)
+    doc["environment"] = environment()
+    return atomic.write_json(path, json.loads(json.dumps(doc, default=_jsonable)))
+
+
+def _jsonable(obj: Any):
+    if hasattr(obj, "__dataclass_fields__"):
+        return asdict(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, torch.Tensor):
+        return obj.tolist()
+    return str(obj)
