@@ -26,11 +26,14 @@ log = logging.getLogger(__name__)
 # -- LoRA ---------------------------------------------------------------------------------------------------
 @dataclass
 class LoraParams:
-    r: int = 16  # adapter rank; DESIGN §4 uses 16 on the 8B model
-    alpha: int = 32  # scaling = alpha / r (2x, the common choice)
+    r: int = 64  # adapter rank (DESIGN §4: r=64 on the 8B model)
+    alpha: int = 64  # scaling = alpha / r (DESIGN §4: alpha=64)
     dropout: float = 0.0  # 0: sampling and the loss see the same network (RESEARCH rec. 6)
     target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
                                                                "gate_proj", "up_proj", "down_proj"])  # all linear layers of a Qwen3 block
+    # Whole modules trained and saved with the adapter (e.g. embed_tokens for the random-init tiny model,
+    # whose embeddings know nothing); [] on a real model (vLLM loads plain LoRA adapters).
+    modules_to_save: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         if self.r <= 0:
@@ -42,7 +45,8 @@ class LoraParams:
         from peft import LoraConfig
 
         return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
-                          target_modules=list(self.target_modules), bias="none", task_type="CAUSAL_LM")
+                          target_modules=list(self.target_modules), bias="none", task_type="CAUSAL_LM",
+                          modules_to_save=list(self.modules_to_save) or None)
 
 
 # -- devices and training arguments -------------------------------------------------------------------------
@@ -154,7 +158,7 @@ def _is_peft(model) -> bool:
 def adapter_state(model, adapter_name: str = "default") -> dict[str, torch.Tensor]:
     """A CPU copy of the LoRA weights of one adapter (for "did training change them" checks)."""
     return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()
-            if "lora_" in name and f".{adapter_name}." in name}
+            if ("lora_" in name or "modules_to_save" in name) and f".{adapter_name}." in name}
 
 
 # -- dvclive ------------------------------------------------------------------------------------------------
@@ -180,16 +184,22 @@ def read_dvclive_series(stage_metrics_dir: str | Path) -> dict[str, list[tuple[i
     root = Path(stage_metrics_dir) / "dvclive" / "plots" / "metrics"
     series: dict[str, list[tuple[int, float]]] = {}
     for tsv in sorted(root.rglob("*.tsv")) if root.is_dir() else []:
+        header, *rows = tsv.read_text().splitlines()
+        columns = header.split("\t")
+        if "step" not in columns or len(columns) < 2:
+            continue
+        step_at, value_at = columns.index("step"), len(columns) - 1
         name = str(tsv.relative_to(root).with_suffix(""))
-        rows = tsv.read_text().splitlines()[1:]
-        series[name] = [(int(r.split("\t")[1]), float(r.split("\t")[2])) for r in rows if r.count("\t") >= 2]
+        series[name] = [(int(r.split("\t")[step_at]), float(r.split("\t")[value_at]))
+                        for r in rows if r.count("\t") >= len(columns) - 1]
     return series
 
 
 def plot_curves(stage_metrics_dir: str | Path, png_path: str | Path, title: str) -> Path | None:
     """One PNG with a panel per logged series (loss, learning rate, grad norm, ...). None if nothing logged."""
     series = read_dvclive_series(stage_metrics_dir)
-    series = {k: v for k, v in series.items() if len(v) >= 1}
+    skip = ("epoch", "total_flos", "num_tokens", "train/")
+    series = {k: v for k, v in series.items() if v and not k.startswith(skip)}
     if not series:
         return None
     import matplotlib

@@ -97,7 +97,30 @@ def split_script(script: str) -> list[Step]:
             buffer, comment = [], []
     if buffer:
         raise ScriptError(f"the script ends inside an unfinished command: {buffer[0][:80]!r}")
+    # `exit` inside a command (a polling loop's `exit 0`) would end the interactive shell, and the tmux
+    # session with it: from the first such command on, the rest of the script runs in one subshell, which
+    # keeps the script's meaning (the exit skips what follows).
+    for index, step in enumerate(steps):
+        if re.search(r"(^|[;&|({\s])exit\b", _without_heredocs(step.command)):
+            tail = "\n".join(s.command for s in steps[index:])
+            steps[index:] = [Step(command=f"(\n{tail}\n)", comment=step.comment)]
+            break
     return steps
+
+
+def _without_heredocs(command: str) -> str:
+    """The command with heredoc bodies removed (their text is data, not shell)."""
+    out, delimiter = [], None
+    for line in command.splitlines():
+        if delimiter is not None:
+            if line.strip() == delimiter:
+                delimiter = None
+            continue
+        out.append(line)
+        match = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
+        if match:
+            delimiter = match.group(1)
+    return "\n".join(out)
 
 
 def group_steps(steps: list[Step], max_groups: int) -> list[list[Step]]:

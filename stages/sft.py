@@ -1,0 +1,55 @@
+"""DVC stages `sft` and `warmup`: multi-turn SFT of a LoRA adapter with TRL's SFTTrainer.
+
+    python stages/sft.py --stage sft --base models/base --out models/sft --metrics-dir metrics/sft
+    python stages/sft.py --stage warmup --base models/base --out models/warmup --metrics-dir metrics/warmup
+
+Reads params: the section named by --stage (sft: termagent.train.sft.SFTParams; warmup: WarmupParams =
+the same + `enabled`). A disabled warmup writes models/warmup/start.json saying "start from base".
+Writes the adapter + tokenizer (models/<stage>/), metrics/<stage>/train.json, metrics/<stage>/dvclive/,
+<metrics-dir>/curves.png.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from termagent.params import ParamsError, load_params, section
+from termagent.train.sft import SFTParams, train_sft
+from termagent.train.warmup import WarmupParams, write_start
+
+
+@click.command()
+@click.option("--stage", type=click.Choice(["sft", "warmup"]), required=True)
+@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", required=True, type=click.Path(path_type=Path))
+@click.option("--metrics-dir", required=True, type=click.Path(path_type=Path))
+@click.option("--curves", "curves_png", default=None, type=click.Path(path_type=Path),
+              help="Training curves PNG (default: <metrics-dir>/curves.png).")
+def main(stage: str, params_file: Path, base_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        cfg = section(load_params(params_file), stage, WarmupParams if stage == "warmup" else SFTParams,
+                      file=str(params_file))
+    except ParamsError as e:
+        raise click.ClickException(str(e)) from e
+    if stage == "warmup" and not cfg.enabled:
+        write_start(out, base_dir=base_dir, adapter=False)
+        click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
+        return
+    try:
+        m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png)
+    except (FileNotFoundError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
+    if stage == "warmup":
+        write_start(out, base_dir=base_dir, adapter=True, metrics={"last_loss": m["last_loss"]})
+    click.echo(f"{out}: {m['n_conversations']} conversations, {m['global_steps']} steps, loss "
+               f"{m['first_loss']:.3f} -> {m['last_loss']:.3f}, {m['tokens_per_s']} tokens/s, "
+               f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} adapter tensors changed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+"""Multi-turn SFT with TRL's SFTTrainer (the `sft` and `warmup` stages): assistant-only loss on
+conversations in the OpenThoughts-Agent-v1-SFT / Terminus-2 shape, LoRA, cosine schedule with warmup,
+explicit max length (truncation keeps the start), packing off, bf16 only where supported.
+
+Data (`SFTParams.datasets`): local JSONL files and/or Hugging Face datasets "ID@REVISION" (a pinned commit;
+the H100 profile's OpenThoughts-Agent-v1-SFT). Rows hold `conversations` (or `messages`) as {role, content}
+(ShareGPT {from, value} is mapped); rows in the rollout schema (prompt messages + completion, e.g. the
+API-ranked SFT set) are turned into conversations.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from termagent.train.common import (
+    LoraParams,
+    StageTimer,
+    adapter_state,
+    dvclive_callback,
+    load_model,
+    load_tokenizer,
+    plot_curves,
+    save_adapter,
+    seed_everything,
+    training_kwargs,
+    write_stage_metrics,
+)
+
+log = logging.getLogger(__name__)
+
+_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
+          "tool": "tool"}
+
+
+@dataclass
+class SFTParams:
+    # Local JSONL paths (conversations or rollout rows) and/or "hf_id@revision" (a 40-hex commit).
+    datasets: list[str] = field(default_factory=lambda: ["data/sft/demos.jsonl"])
+    max_length: int = 8192  # tokens per conversation; longer ones are cut at the end (TRL keep_start)
+    num_train_epochs: float = 2.0  # DESIGN §4
+    max_steps: int = -1  # > 0 overrides epochs (smoke runs)
+    learning_rate: float = 2e-5  # DESIGN §4
+    lr_scheduler_type: str = "cosine"
+    warmup_ratio: float = 0.1  # 10% warmup (passed as a fractional warmup_steps, transformers 5)
+    per_device_train_batch_size: int = 1
+    gradient_accumulation_steps: int = 16
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    logging_steps: int = 1
+    seed: int = 0
+    lora: LoraParams = field(default_factory=LoraParams)
+    chat_template_path: str | None = None  # a .jinja with {% generation %} markers when the model's lacks them
+    max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
+
+    def __post_init__(self):
+        if not self.datasets:
+            raise ValueError("datasets must list at least one JSONL path or hf_id@revision")
+        if self.max_length < 16:
+            raise ValueError(f"max_length must be >= 16, got {self.max_length}")
+
+
+# -- data ---------------------------------------------------------------------------------------------------
+def _message(m: dict, where: str) -> dict:
+    role = m.get("role", m.get("from"))
+    content = m.get("content", m.get("value"))
+    if role not in _ROLES or not isinstance(content, str):
+        raise ValueError(f"{where}: a message needs role/content (or from/value) strings, got {sorted(m)}")
+    return {"role": _ROLES[role], "content": content}
+
+
+def to_conversation(row: dict, where: str) -> list[dict]:
+    """One dataset row -> [{role, content}, ...]: `conversations`/`messages`, or the rollout schema
+    (`prompt` messages + `completion` text or messages)."""
+    for key in ("conversations", "messages"):
+        if isinstance(row.get(key), list):
+            return [_message(m, where) for m in row[key]]
+    if "prompt" in row and "completion" in row:
+        prompt = row["prompt"]
+        prompt = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
+        completion = row["completion"]
+        completion = [{"role": "assistant", "content": completion}] if isinstance(completion, str) else completion
+        return [_message(m, where) for m in [*prompt, *completion]]
+    raise ValueError(f"{where}: no `conversations`, `messages` or `prompt`+`completion` field (keys: {sorted(row)})")
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: not JSON ({error.msg})") from None
+    return rows
+
+
+def load_conversations(sources: list[str]) -> tuple[list[list[dict]], dict[str, int]]:
+    """All conversations of `sources`, and how many came from each. A source is an existing local file,
+    else "hf_id@revision" (a pinned 40-hex commit); anything else fails, naming the source."""
+    conversations: list[list[dict]] = []
+    counts: dict[str, int] = {}
+    for source in sources:
+        path = Path(source)
+        if path.is_file():
+            rows = _read_jsonl(path)
+        elif source.endswith(".jsonl") or source.startswith((".", "/", "data/")):
+            raise FileNotFoundError(f"sft dataset {source}: no such file (produced by an earlier stage?)")
+        else:
+            hf_id, _, revision = source.partition("@")
+            if len(revision) != 40 or any(c not in "0123456789abcdef" for c in revision):
+                raise ValueError(f"sft dataset {source!r}: a Hub dataset must be pinned as ID@<40-hex commit>")
+            from datasets import load_dataset
+
+            rows = list(load_dataset(hf_id, revision=revision, split="train"))
+        convs = []
+        for index, row in enumerate(rows):
+            conv = to_conversation(row, f"{source}[{index}]")
+            if not any(m["role"] == "assistant" for m in conv):
+                raise ValueError(f"{source}[{index}]: no assistant turn (nothing to learn)")
+            convs.append(conv)
+        counts[source] = len(convs)
+        conversations.extend(convs)
+    return conversations, counts
+
+
+# -- chat template --------------------------------------------------------------------------------------------
+def check_chat_template(tokenizer) -> None:
+    """Fail loudly unless TRL can mask assistant turns with this template (it needs `{% generation %}`
+    markers; TRL 1.16 patches only byte-identical known templates, RESEARCH §4)."""
+    template = tokenizer.chat_template or ""
+    if "generation %}" in template.replace("-%}", "%}"):
+        return
+    try:
+        from trl.chat_template_utils import get_training_chat_template
+
+        get_training_chat_template(tokenizer)
+    except Exception as error:  # noqa: BLE001
+        raise ValueError(
+            "the model's chat template has no {% generation %} markers and TRL cannot patch it "
+            f"({error}); set sft.chat_template_path to a patched .jinja shipped in the repo") from error
+
+
+def assistant_token_fraction(tokenizer, conversations: list[list[dict]], max_length: int) -> dict[str, Any]:
+    """Tokens per conversation and the share that carries loss (assistant turns), after truncation."""
+    total = trained = truncated = 0
+    for conv in conversations:
+        out = tokenizer.apply_chat_template(conv, tokenize=True, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+        ids, mask = out["input_ids"], out["assistant_masks"]
+        truncated += len(ids) > max_length
+        total += min(len(ids), max_length)
+        trained += sum(mask[:max_length])
+    return {"tokens": total, "assistant_tokens": trained, "truncated_conversations": truncated}
+
+
+# -- training -----------------------------------------------------------------------------------------------
+def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, metrics_dir: str | Path,
+              stage: str = "sft", curves_png: str | Path | None = None, init_adapter: str | Path | None = None,
+              conversations: list[list[dict]] | None = None) -> dict[str, Any]:
+    """Train a LoRA adapter on `params.datasets` (or the given conversations); save it to `out_dir`;
+    write `<metrics_dir>/train.json` and the dvclive curves; return the metrics."""
+    from datasets import Dataset
+    from peft import get_peft_model
+    from trl import SFTConfig, SFTTrainer
+
+    timer = StageTimer()
+    seed_everything(params.seed)
+    metrics_dir = Path(metrics_dir)
+    with timer.phase("load"):
+        counts: dict[str, int] = {"<given>": len(conversations)} if conversations is not None else {}
+        if conversations is None:
+            conversations, counts = load_conversations(params.datasets)
+        if params.max_examples:
+            conversations = conversations[: params.max_examples]
+        if not conversations:
+            raise ValueError(f"sft: no training conversation in {params.datasets}")
+        tokenizer = load_tokenizer(base_dir, params.chat_template_path)
+        check_chat_template(tokenizer)
+        model = load_model(base_dir, init_adapter, trainable=True)
+        if init_adapter is None:
+            model = get_peft_model(model, params.lora.to_peft())
+        data_stats = assistant_token_fraction(tokenizer, conversations, params.max_length)
+        before = adapter_state(model)
+    dataset = Dataset.from_list([{"messages": c} for c in conversations])
+    scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
+    config = SFTConfig(**training_kwargs(
+        output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
+        num_train_epochs=params.num_train_epochs, max_steps=params.max_steps,
+        learning_rate=params.learning_rate, lr_scheduler_type=params.lr_scheduler_type,
+        warmup_steps=params.warmup_ratio, per_device_train_batch_size=params.per_device_train_batch_size,
+        gradient_accumulation_steps=params.gradient_accumulation_steps, weight_decay=params.weight_decay,
+        max_grad_norm=params.max_grad_norm, max_length=params.max_length, truncation_mode="keep_start",
+        packing=False, assistant_only_loss=True,
+    ))
+    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
+                         callbacks=[dvclive_callback(metrics_dir)])
+    with timer.phase("train"):
+        try:
+            result = trainer.train()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    after = adapter_state(trainer.model)
+    changed = sum(not after[k].equal(before[k]) for k in before)
+    with timer.phase("save"):
+        manifest = {"stage": stage, "base": str(base_dir), "init_adapter": str(init_adapter) if init_adapter else None,
+                    "params": asdict(params), "datasets": counts}
+        save_adapter(trainer.model, tokenizer, out_dir, manifest=manifest)
+    train_s = timer.phases["train"]
+    epochs = result.metrics.get("epoch", params.num_train_epochs)
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    trained_tokens = max([h.get("num_tokens", 0) for h in trainer.state.log_history] or [0])
+    metrics = {
+        "n_conversations": len(conversations), "datasets": counts, **data_stats,
+        "global_steps": trainer.state.global_step, "epochs": epochs,
+        "train_loss": result.training_loss, "first_loss": losses[0] if losses else None,
+        "last_loss": losses[-1] if losses else None,
+        "tokens_per_s": round(trained_tokens / train_s, 1) if train_s else None,
+        "adapter_tensors_changed": changed, "adapter_tensors": len(before),
+    }
+    write_stage_metrics(metrics_dir / "train.json", stage, timer, **metrics)
+    plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", f"{stage}: training curves")
+    return metrics

@@ -1,0 +1,46 @@
+"""The `warmup` stage: where GRPO starts. On the embedded profile a short SFT on the demos (the SFT code);
+on the H100 profile warmup is off and GRPO starts from the base model. Either way models/warmup/ holds
+`start.json`, which `resolve_start` reads: {"start_from": "adapter" | "base", "base": DIR, "adapter": DIR|null}.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from termagent import atomic
+from termagent.train.sft import SFTParams
+
+START_FILE = "start.json"
+
+
+@dataclass
+class WarmupParams(SFTParams):
+    enabled: bool = False  # off: GRPO starts from the base model (the H100 profile); on: a short SFT on the demos
+
+
+def write_start(out_dir: str | Path, *, base_dir: str | Path, adapter: bool, metrics: dict | None = None) -> dict:
+    record = {"start_from": "adapter" if adapter else "base", "base": str(base_dir),
+              "adapter": str(out_dir) if adapter else None, "metrics": metrics}
+    out_dir = Path(out_dir)
+    if adapter:
+        atomic.write_json(out_dir / START_FILE, record)
+    else:
+        with atomic.staged_dir(out_dir) as staging:  # no stale adapter may survive a switch to "off"
+            atomic.write_json(staging / START_FILE, record)
+    return record
+
+
+def resolve_start(warmup_dir: str | Path = "models/warmup") -> tuple[Path, Path | None]:
+    """(base model dir, adapter dir or None) GRPO starts from, as the warmup stage recorded it."""
+    path = Path(warmup_dir) / START_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: missing (run `dvc repro warmup`)")
+    record = json.loads(path.read_text())
+    if record.get("start_from") not in ("adapter", "base"):
+        raise ValueError(f"{path}: start_from must be 'adapter' or 'base', got {record.get('start_from')!r}")
+    adapter = Path(record["adapter"]) if record["start_from"] == "adapter" else None
+    if adapter is not None and not (adapter / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{path}: names adapter {adapter}, which has no adapter_config.json")
+    return Path(record["base"]), adapter
