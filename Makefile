@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: profile-h100 setup repro test test-fast bench-sandbox bench-datasets image lint clean-containers
+.PHONY: profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-batching image lint clean-containers
 
 setup:
 	@bash scripts/setup.sh
@@ -35,6 +35,9 @@ bench-sandbox: setup
 
 bench-datasets: setup
 	$(PY) scripts/bench_datasets.py --out metrics/bench_datasets.json
+
+bench-batching: setup
+	$(PY) scripts/bench_batching.py --out metrics/bench_batching.json
 
 lint: setup
 	$(VENV)/bin/ruff check termagent stages tests scripts

@@ -241,6 +241,7 @@ class MultiTurnRollout:
             results = run_trials(self.sandbox, specs, concurrency=self.params.concurrency, progress=False,
                                  description="mt_grpo rollouts")
         finally:
+            shared.close()  # stops its worker thread (the model itself stays: HFPolicy.close drops a reference)
             model.train(was_training)
         wall = time.monotonic() - started
         self.calls += 1
