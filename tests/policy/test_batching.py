@@ -46,8 +46,9 @@ def _concurrently(fn, n):
 
 def test_batched_greedy_generation_equals_serial_greedy_generation(hf):
     serial = [hf.generate([m], max_tokens=24, temperature=0.0)[0] for m in CONVERSATIONS]
-    # A long gather window and max_batch = the number of callers: the four calls form one batch.
-    batching = BatchingPolicy(hf, max_batch=len(CONVERSATIONS), gather_s=30.0)
+    # A long gather window and max_batch = the number of callers: the four calls form one batch
+    # (min_fill 0: whatever their lengths, so that left padding is exercised).
+    batching = BatchingPolicy(hf, max_batch=len(CONVERSATIONS), gather_s=30.0, min_fill=0.0)
     batched = _concurrently(lambda i: batching.generate([CONVERSATIONS[i]], max_tokens=24, temperature=0.0)[0],
                             len(CONVERSATIONS))
     assert batching.stats["batches"] == 1 and batching.stats["max_rows"] == len(CONVERSATIONS)
@@ -59,7 +60,7 @@ def test_batched_greedy_generation_equals_serial_greedy_generation(hf):
 
 
 def test_token_in_token_out_calls_batch_and_keep_the_prompt_ids(hf):
-    batching = BatchingPolicy(hf, max_batch=2, gather_s=30.0)
+    batching = BatchingPolicy(hf, max_batch=2, gather_s=30.0, min_fill=0.0)
     prompts = [hf.prompt_ids(CONVERSATIONS[0]), hf.prompt_ids(CONVERSATIONS[2])]
     out = _concurrently(lambda i: batching.generate_ids([prompts[i]], max_tokens=8, temperature=0.0)[0], 2)
     assert batching.stats["max_rows"] == 2
@@ -77,8 +78,8 @@ def test_calls_with_different_settings_never_share_a_batch(hf):
     assert out[0].completion_tokens <= 3
 
 
-def test_a_backend_error_reaches_every_caller_of_the_batch(hf):
-    batching = BatchingPolicy(hf, max_batch=2, gather_s=30.0)
+def test_a_backend_error_reaches_every_caller_of_the_batch(tiny_model_dir):
+    batching = BatchingPolicy(make_policy(f"hf:{tiny_model_dir}"), max_batch=2, gather_s=0.0)  # closed below
     with pytest.raises(PolicyError, match="empty prompt"):
         batching.generate_ids([[]], max_tokens=4, temperature=0.0)
     batching.close()
@@ -92,3 +93,14 @@ def test_a_backend_without_token_ids_is_refused():
 
     with pytest.raises(PolicyError, match="has no prompt_ids"):
         BatchingPolicy(TextOnly())
+
+
+def test_prompts_of_very_different_length_are_not_padded_into_one_batch(hf):
+    short = hf.prompt_ids(CONVERSATIONS[0])
+    long = hf.prompt_ids([{"role": "user", "content": "word " * 200}])
+    assert len(short) < 0.8 * len(long)
+    batching = BatchingPolicy(hf, max_batch=3, gather_s=30.0)  # closes once the 3 calls are pending
+    prompts = [long, short, long]
+    out = _concurrently(lambda i: batching.generate_ids([prompts[i]], max_tokens=4, temperature=0.0)[0], 3)
+    assert batching.stats["batches"] == 2 and batching.stats["max_rows"] == 2  # the two long ones together
+    assert [g.prompt_ids for g in out] == prompts
