@@ -8,7 +8,8 @@ difference is how the concurrent episodes share the model:
   serialised  SerializedPolicy: one generate call at a time (what base_eval did before)
   batched     BatchingPolicy: the pending calls of concurrent episodes run as one batched forward
 Measured per mode: wall time of run_local_eval (containers, terminals and verifiers included), trials/min,
-generated tokens/s (completion tokens of every call / wall), and for batched the mean rows per batch.
+generated tokens/s (completion tokens the backend generated / wall, counted at the backend so that trials
+killed by their agent timeout count too), agent timeouts, and for batched the mean rows per batch.
 The modes alternate (serialised first) and `--repeats` runs each that many times; the speed-up is the
 ratio of the medians. A benchmark, not a test: the numbers go to the JSON, nothing asserts on them.
 """
@@ -43,18 +44,22 @@ from termagent.tasks.index import tasks_in_split  # noqa: E402
 def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: str, attempts: int,
              concurrency: int) -> dict:
     backend = make_policy(policy_spec(model))
+    generated = count_generated_tokens(backend)
     policy = BatchingPolicy(backend) if mode == "batched" else SerializedPolicy(backend)
     config = sandbox_params.sandbox_config(image)
     config.concurrency = concurrency
     with Sandbox(config) as sandbox:
         trajectories, wall_s = run_local_eval(sandbox, tasks, TerminusAgent(policy, agent_cfg), attempts=attempts,
                                               concurrency=concurrency, model=model, progress=False)
-    out_tokens = sum((t.get("tokens") or {}).get("out", 0) for t in trajectories)
-    turns = sum(t.get("n_turns") or 0 for t in trajectories)
+    # counted at the backend: a trial killed by its agent timeout returns no episode record, its tokens still count
+    out_tokens, calls = generated["tokens"], generated["calls"]
+    errors = [(t.get("error") or {}).get("class") if isinstance(t.get("error"), dict) else t.get("error")
+              for t in trajectories]
     result = {"wall_s": round(wall_s, 2), "trials": len(trajectories),
               "trials_per_min": round(60 * len(trajectories) / wall_s, 2),
-              "completion_tokens": out_tokens, "tokens_per_s": round(out_tokens / wall_s, 1), "turns": turns,
-              "errors": sum(1 for t in trajectories if t.get("error")),
+              "completion_tokens": out_tokens, "tokens_per_s": round(out_tokens / wall_s, 1), "model_calls": calls,
+              "turns_recorded": sum(t.get("n_turns") or 0 for t in trajectories),
+              "agent_timeouts": errors.count("AgentTimeoutError"), "errors": sum(1 for e in errors if e),
               "infra_failures": sum(1 for t in trajectories if t.get("reward") is None)}
     if mode == "batched":
         stats = policy.stats
@@ -62,6 +67,21 @@ def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: 
                       max_rows=stats["max_rows"])
     policy.close()
     return result
+
+
+def count_generated_tokens(backend) -> dict:
+    """Count the completion tokens and rows the backend generates (both modes end in its generate_ids)."""
+    counts = {"tokens": 0, "calls": 0}
+    inner = backend.generate_ids
+
+    def generate_ids(prompts, **kw):
+        out = inner(prompts, **kw)
+        counts["tokens"] += sum(g.completion_tokens for g in out)
+        counts["calls"] += len(out)
+        return out
+
+    backend.generate_ids = generate_ids
+    return counts
 
 
 @click.command()

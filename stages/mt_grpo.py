@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 
-import click
+# sys.path[0] is stages/, where a stage named like a library (stages/datasets.py) would shadow it
+if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
 
-from termagent.agent.config import AgentConfig
-from termagent.params import ParamsError, load_params, section
-from termagent.sandbox.settings import SandboxParams
-from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
+import click  # noqa: E402
+
+from termagent.agent.config import AgentConfig  # noqa: E402
+from termagent.params import ParamsError, load_params, section  # noqa: E402
+from termagent.sandbox.settings import SandboxParams  # noqa: E402
+from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo  # noqa: E402
 
 P = click.Path(path_type=Path)
 
