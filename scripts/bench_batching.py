@@ -29,16 +29,16 @@ REPO = Path(__file__).resolve().parents[1]
 # sys.path[0] is scripts/, whose profile.py would shadow the stdlib module torch imports (cProfile)
 sys.path[0] = str(REPO)
 
-from termagent import atomic  # noqa: E402
-from termagent.agent import AgentConfig, TerminusAgent  # noqa: E402
-from termagent.evaluate.config import EvalConfig  # noqa: E402
-from termagent.evaluate.runner import SerializedPolicy, policy_spec, run_local_eval  # noqa: E402
-from termagent.params import load_params, section  # noqa: E402
-from termagent.policy import make_policy  # noqa: E402
-from termagent.policy.batching import BatchingPolicy  # noqa: E402
-from termagent.sandbox.runner import Sandbox  # noqa: E402
-from termagent.sandbox.settings import SandboxParams  # noqa: E402
-from termagent.tasks.index import tasks_in_split  # noqa: E402
+from termagent import atomic
+from termagent.agent import AgentConfig, TerminusAgent
+from termagent.evaluate.config import EvalConfig
+from termagent.evaluate.runner import SerializedPolicy, policy_spec, run_local_eval
+from termagent.params import load_params, section
+from termagent.policy import make_policy
+from termagent.policy.batching import BatchingPolicy
+from termagent.sandbox.runner import Sandbox
+from termagent.sandbox.settings import SandboxParams
+from termagent.tasks.index import tasks_in_split
 
 
 def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: str, attempts: int,
@@ -105,7 +105,7 @@ def main(out: Path, model: str, params_file: str, concurrency: int, attempts: in
     image = json.loads(Path("data/image.json").read_text())["image"]
     runs: dict[str, list[dict]] = {"serialised": [], "batched": []}
     for repeat in range(repeats):
-        for mode in runs:
+        for mode in ("serialised", "batched"):
             t0 = time.monotonic()
             click.echo(f"[{repeat + 1}/{repeats}] {mode}: {len(tasks)} tasks x {attempts}, concurrency {concurrency}")
             runs[mode].append(run_mode(mode, model=model, tasks=tasks, agent_cfg=agent_cfg,

@@ -21,12 +21,12 @@ from pathlib import Path
 if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     sys.path.pop(0)
 
-import click  # noqa: E402
+import click
 
-from termagent.agent.config import AgentConfig  # noqa: E402
-from termagent.params import ParamsError, load_params, section  # noqa: E402
-from termagent.sandbox.settings import SandboxParams  # noqa: E402
-from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo  # noqa: E402
+from termagent.agent.config import AgentConfig
+from termagent.params import ParamsError, load_params, section
+from termagent.sandbox.settings import SandboxParams
+from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
 
 P = click.Path(path_type=Path)
 

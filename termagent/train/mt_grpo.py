@@ -407,7 +407,13 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     from datasets import Dataset
     from trl import GRPOConfig
 
-    from termagent.train.common import dvclive_callback, load_model, load_tokenizer, seed_everything, training_kwargs
+    from termagent.train.common import (
+        dvclive_callback,
+        load_model,
+        load_tokenizer,
+        seed_everything,
+        training_kwargs,
+    )
 
     seed_everything(params.seed)
     tokenizer = load_tokenizer(model_dir)

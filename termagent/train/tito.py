@@ -98,8 +98,7 @@ class TokenBufferPolicy(Policy):
             eos_text = self.base.tokenizer.decode([self.completion_ids[-1]])
             # another end token (<|endoftext|> where the template closes with <|im_end|>) stays the model's, and
             # the template's closing follows it as environment tokens (the drift counter shows the difference)
-            if close.startswith(eos_text):
-                close = close[len(eos_text):]
+            close = close.removeprefix(eos_text)
         return self._tokenize(close + self.suffix.before_observation + observation + self.suffix.after_observation)
 
     def _extends(self, messages: list[dict]) -> bool:
