@@ -13,8 +13,8 @@ from termagent.rewards.turn_level import (
 
 __all__ = [
     "RewardWeights",
-    "compute_turn_advantages",
-    "compute_turn_rewards",
-    "map_turn_advantages_to_tokens",
     "single_turn_reward",
+    "compute_turn_rewards",
+    "compute_turn_advantages",
+    "map_turn_advantages_to_tokens",
 ]
