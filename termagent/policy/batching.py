@@ -4,7 +4,10 @@ Concurrent trials (eval at `concurrency > 1`, a group of multi-turn RL rollouts)
 episode loop on their own thread. Serialising their `generate` calls (one at a time) leaves the model
 working on batches of one while the others wait; on a CPU a decoding step of a small model costs about
 the same for one row as for eight, so that wastes most of the machine. `BatchingPolicy` queues every
-call and a single worker thread runs the pending ones as one left-padded batch:
+call and a single worker thread runs the pending ones as one left-padded batch. Measured caveat
+(metrics/bench_batching.json): at base_eval's protocol on the 2-core CPU it was slower than serialising,
+since each call re-prefills a long prompt and padded attention loses the fast causal path; it pays off
+where decoding dominates (short prompts, equal lengths: a GRPO group's first turn) or on a GPU.
 
     policy = BatchingPolicy(make_policy("hf:models/base"))   # any policy with prompt_ids + generate_ids
     # ... hand `policy` to eight TerminusAgents running on eight threads ...
