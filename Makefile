@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching
 
 setup:
 	@bash scripts/setup.sh
@@ -51,6 +51,9 @@ gpu-check:
 
 bench-generated: setup
 	$(PY) scripts/bench_generated.py --out metrics/bench_generated.json
+
+bench-batching: setup
+	$(PY) scripts/bench_batching.py --out metrics/bench_batching.json
 
 lint: setup
 	$(VENV)/bin/ruff check termagent stages tests scripts

@@ -57,6 +57,7 @@ SECTIONS: dict[str, str] = {
     "sft": "termagent.train.sft:SFTParams",
     "dpo": "termagent.train.dpo:DPOParams",
     "grpo": "termagent.train.grpo:GRPOParams",
+    "mt_grpo": "termagent.train.mt_grpo:MTGRPOParams",
 }
 
 # `section.key` -> why params.yaml (the embedded CPU profile) sets it away from the dataclass default.
@@ -83,6 +84,7 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     "grpo.save_steps": "CPU profile: a checkpoint every 2 steps so a crash loses little",
     "grpo.concurrency": "CPU profile: 4 containers at once on 2 cores",
     "grpo.use_vllm": "CPU profile: no GPU, generation in-process with transformers",
+    "mt_grpo.learning_rate": "CPU profile: 20x the H100 rate so a few steps move the tiny model",
 }
 
 PROFILES_DIR = Path("profiles")

@@ -17,7 +17,9 @@ class AgentConfig:
     # Context management. The limit is the policy's own (its tokenizer and model) unless overridden here;
     # when neither knows it, only a context-length error from the backend triggers a reduction.
     context_limit: int | None = None
-    context_strategy: Literal["summarize", "drop_oldest"] = "summarize"
+    # end: no reduction at all, the episode ends as "context_limit" (multi-turn RL: a trajectory is one token
+    # buffer, which a summary or a dropped turn would break)
+    context_strategy: Literal["summarize", "drop_oldest", "end"] = "summarize"
     # Reduce the context when fewer than this many tokens stay free for the reply (None: max_output_tokens).
     min_free_tokens: int | None = None
     summary_max_tokens: int | None = None  # reply budget of the summary call (None: max_output_tokens)
@@ -32,8 +34,8 @@ class AgentConfig:
             problems.append(f"max_turns must be >= 1, got {self.max_turns}")
         if self.max_output_tokens < 1:
             problems.append(f"max_output_tokens must be >= 1, got {self.max_output_tokens}")
-        if self.context_strategy not in ("summarize", "drop_oldest"):
-            problems.append(f"context_strategy must be 'summarize' or 'drop_oldest', got {self.context_strategy!r}")
+        if self.context_strategy not in ("summarize", "drop_oldest", "end"):
+            problems.append(f"context_strategy must be 'summarize', 'drop_oldest' or 'end', got {self.context_strategy!r}")
         if self.context_limit is not None and self.context_limit < 1:
             problems.append(f"context_limit must be a positive number of tokens, got {self.context_limit}")
         if self.temperature < 0:

@@ -9,7 +9,8 @@ guessed. When fewer than `config.reserve_tokens` stay free for the reply, the co
               summary and the current screen. If no summary can be made, the oldest turns are dropped.
 - drop_oldest the oldest (assistant reply, observation) pairs are dropped until it fits; the task prompt
               always stays, and so do the last reply and the observation that answers it.
-- last resort (either strategy, as Terminus-2's): restart from the task prompt and the current screen.
+- end         nothing is reduced: the episode ends with ended_by "context_limit" (multi-turn RL).
+- last resort (summarize / drop_oldest, as Terminus-2's): restart from the task prompt and the current screen.
 
 Every reduction is appended to the record's `summarizations`, whatever the strategy.
 """
@@ -31,6 +32,10 @@ RESTART_NOTE = ("\n\nYour earlier turns were removed to fit the context window a
 
 class ContextOverflow(RuntimeError):
     """The conversation does not fit the context and nothing is left to drop or summarize."""
+
+
+class ContextLimitReached(RuntimeError):
+    """context_strategy "end": the context is full, so the episode ends (ended_by "context_limit")."""
 
 
 class ContextManager:
@@ -57,6 +62,8 @@ class ContextManager:
                limit: int | None = None) -> tuple[list[dict], str]:
         """Shrink the context by the configured strategy (after a context-length error, or proactively)."""
         limit = self.limit(limit)
+        if self.config.context_strategy == "end":
+            raise ContextLimitReached(f"turn {turn}: the context is full ({trigger}, limit {limit} tokens)")
         budget = None if limit is None else limit - self.config.reserve_tokens
         before = self.count(history, pending)
         event = {"turn": turn, "trigger": trigger, "strategy": self.config.context_strategy,

@@ -8,7 +8,8 @@ the next user message. As in Terminus-2:
   row ends the episode (a parse error in between does not reset the question);
 - a reply cut off at max_tokens (`finish_reason == "length"`) runs nothing and the model is told why;
 - a context-length error from the backend runs nothing: the context is reduced (summary, or the oldest
-  turns dropped), the model is told, and the episode goes on.
+  turns dropped), the model is told, and the episode goes on (context_strategy "end": the episode ends
+  with ended_by "context_limit").
 
 The conversation is `history` (answered messages, ending with the assistant) plus `pending` (the next user
 message), so a reduction never separates an observation from the reply it asks for.
@@ -20,7 +21,7 @@ import logging
 import time
 
 from termagent.agent.config import AgentConfig
-from termagent.agent.context import ContextManager, ContextOverflow
+from termagent.agent.context import ContextLimitReached, ContextManager, ContextOverflow
 from termagent.agent.episode import EpisodeRecord
 from termagent.policy import ContextLengthExceeded, Policy
 from termagent.protocol import format_observation, parse_response, render_initial_prompt
@@ -112,6 +113,8 @@ class TerminusAgent:
                 turn.update(observation=pending, t_end=time.time())
             else:
                 record.ended_by = "max_turns"
+        except ContextLimitReached:
+            record.ended_by = "context_limit"  # context_strategy "end" (multi-turn RL): not a failure
         except ContextOverflow as error:
             record.fail(error)
         except Exception as error:

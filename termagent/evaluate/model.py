@@ -24,12 +24,12 @@ from typing import Any
 
 from termagent.evaluate.config import EvalConfig
 from termagent.evaluate.runner import (
-    SerializedPolicy,
     local_protocol,
     model_dirs,
     official_protocol,
     policy_spec,
     run_local_eval,
+    shared_policy,
     write_eval_outputs,
 )
 
@@ -70,7 +70,7 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
             # The served model's own tokenizer counts the context (never a guess).
             policy = make_policy(f"openai:{url}", tokenizer=str(base))
         else:
-            policy = SerializedPolicy(make_policy(policy_spec(model)))
+            policy = shared_policy(make_policy(policy_spec(model)), cfg.concurrency)
         stack.callback(policy.close)
         agent = TerminusAgent(policy, agent_cfg)
         log(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")

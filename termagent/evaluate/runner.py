@@ -169,6 +169,18 @@ def policy_spec(model: str, models_dir: Path = Path("models")) -> str:
     return f"hf:{base}" + (f",adapter={adapter}" if adapter else "")
 
 
+def shared_policy(policy, concurrency: int, *, batched: bool = False):
+    """The in-process policy that `concurrency` trials share: one call at a time (SerializedPolicy), or with
+    batched=True their pending calls coalesced into one forward (BatchingPolicy). Off by default: measured on
+    the 2-core CPU at base_eval's protocol (metrics/bench_batching.json) batching was slower, because every
+    call re-prefills a multi-thousand-token prompt and a padded batch loses the fast causal attention path."""
+    if batched and concurrency > 1 and callable(getattr(policy, "generate_ids", None)):
+        from termagent.policy.batching import BatchingPolicy
+
+        return BatchingPolicy(policy)
+    return SerializedPolicy(policy)
+
+
 class SerializedPolicy:
     """One in-process model shared by concurrent trials: generate() calls take turns (the CPU has
     no room for two at once, and a transformers model is not meant to be driven from two threads),

@@ -60,6 +60,24 @@ class HFPolicy(Policy):
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self.eos_ids = sorted({*eos, self.tokenizer.eos_token_id} - {None})
 
+    @classmethod
+    def from_model(cls, model, tokenizer, *, name: str = "policy", context_limit: int | None = None,
+                   max_batch: int = 8, top_k: int = 0) -> HFPolicy:
+        """Wrap a model already in memory (a trainer's PEFT model) without loading anything: multi-turn RL
+        samples from the very weights it trains. The caller owns the model's mode (eval/no-grad)."""
+        self = cls.__new__(cls)
+        self.model_dir, self.adapter, self.name = None, None, name
+        self.device = str(next(model.parameters()).device)
+        self.max_batch, self.top_k = int(max_batch), int(top_k)
+        self.tokenizer, self.model = tokenizer, model
+        if self.tokenizer.pad_token_id is None:
+            raise PolicyError("hf policy: the tokenizer has no pad token (set tokenizer.pad_token first)")
+        self.context_limit = int(context_limit) if context_limit else model.config.max_position_embeddings
+        eos = model.generation_config.eos_token_id
+        eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
+        self.eos_ids = sorted({*eos, self.tokenizer.eos_token_id} - {None})
+        return self
+
     # -- tokens -----------------------------------------------------------------------------------
     def prompt_ids(self, messages: list[dict]) -> list[int]:
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -79,6 +97,21 @@ class HFPolicy(Policy):
         top_p: float = 1.0,
     ) -> list[Generation]:
         prompts = [self.prompt_ids(messages) for messages in messages_batch]
+        return self.generate_ids(prompts, max_tokens=max_tokens, temperature=temperature, seed=seed, top_p=top_p)
+
+    def generate_ids(
+        self,
+        prompts: list[list[int]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int | None = None,
+        top_p: float = 1.0,
+    ) -> list[Generation]:
+        """Token in, token out: complete prompts given as token ids (no chat template, no re-tokenising).
+        Multi-turn RL continues its own token buffer through this; `generate` renders messages and calls it."""
+        if any(not p for p in prompts):
+            raise PolicyError("hf policy: an empty prompt (no token ids) cannot be completed")
         results: list[Generation] = []
         # A seeded call forks the RNG so it does not change the caller's stream. An unseeded call must
         # NOT fork: restoring the state afterwards would make every unseeded call sample the same text.

@@ -29,10 +29,13 @@ def compute_turn_rewards(outcome: float, exec_ok: Sequence[bool], format_ok: Seq
             + w_format * float(bool(format_ok[t])) + efficiency for t in range(n)]
 
 
-def compute_turn_advantages(group_turn_rewards: Sequence[Sequence[float]], eps: float = 1e-6) -> list[list[float]]:
+def compute_turn_advantages(group_turn_rewards: Sequence[Sequence[float]], eps: float = 1e-6, *,
+                            scale: bool = True) -> list[list[float]]:
     """Normalise per turn position over the trajectories of one prompt group that reached it.
 
     Population std; a position reached by a single trajectory gets 0 (nothing to compare with).
+    scale=False only centres (r - mean), as Dr.GRPO does with the outcome (`scale_rewards: none`), so that
+    the outcome and turn advantages MT-GRPO mixes with α are in the same units.
     """
     longest = max((len(r) for r in group_turn_rewards), default=0)
     stats: list[tuple[float, float] | None] = []
@@ -44,8 +47,13 @@ def compute_turn_advantages(group_turn_rewards: Sequence[Sequence[float]], eps: 
         mean = sum(column) / len(column)
         std = math.sqrt(sum((x - mean) ** 2 for x in column) / len(column))
         stats.append((mean, std))
-    return [[0.0 if stats[t] is None else (x - stats[t][0]) / (stats[t][1] + eps) for t, x in enumerate(r)]
-            for r in group_turn_rewards]
+    def advantage(t: int, x: float) -> float:
+        if stats[t] is None:
+            return 0.0
+        mean, std = stats[t]
+        return (x - mean) / (std + eps) if scale else x - mean
+
+    return [[advantage(t, x) for t, x in enumerate(r)] for r in group_turn_rewards]
 
 
 def map_turn_advantages_to_tokens(turn_advantages: Sequence[float], outcome_advantage: float,

@@ -51,3 +51,14 @@ def test_overflow_when_even_the_task_prompt_does_not_fit():
     cm = manager("summarize", screen=lambda: "$")
     with pytest.raises(ContextOverflow, match="does not fit"):
         cm.fit([], "T" * 500, "T" * 500, turn=0)
+
+
+def test_strategy_end_reduces_nothing_and_ends_the_episode():
+    from termagent.agent.context import ContextLimitReached
+
+    cm = manager("end", screen=lambda: "$")
+    history = [{"role": "user", "content": "T" * 50}, {"role": "assistant", "content": "x" * 100}]
+    assert cm.fit(history, "o" * 10, "T" * 50, turn=1) == (history, "o" * 10)  # fits: untouched
+    with pytest.raises(ContextLimitReached, match="context is full"):
+        cm.fit(history, "o" * 300, "T" * 50, turn=1)
+    assert cm.record.data["summarizations"] == []  # nothing was summarized or dropped

@@ -1,0 +1,72 @@
+"""DVC stage `mt_grpo`: multi-turn GRPO with turn-level credit, from the DPO adapter, on the curated tasks.
+
+    python stages/mt_grpo.py                                      # what `dvc repro mt_grpo` runs
+    python stages/mt_grpo.py --start-adapter "" --tasks /tmp/ids.json --out /tmp/mt   # fresh LoRA on the base
+
+Episodes run in real containers through the eval agent loop (termagent/train/mt_grpo.py says how rollouts,
+token buffers, advantages and filtering work). Reads params: mt_grpo (all keys), agent (pane, observation
+limit, deadline margin; the RL settings override turns, per-turn cap, temperature, context strategy),
+sandbox runner keys. Writes --out (PEFT adapter + tokenizer), --rollouts-dir (rollouts.jsonl with turn_info,
+steps.jsonl), --metrics-dir (train.json, dvclive/ curves).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+# sys.path[0] is stages/, where a stage named like a library (stages/datasets.py) would shadow it
+if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path.pop(0)
+
+import click
+
+from termagent.agent.config import AgentConfig
+from termagent.params import ParamsError, load_params, section
+from termagent.sandbox.settings import SandboxParams
+from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
+
+P = click.Path(path_type=Path)
+
+
+@click.command()
+@click.option("--params", "params_file", default="params.yaml", show_default=True, type=P)
+@click.option("--base", default="models/base", show_default=True, type=P)
+@click.option("--start-adapter", default="models/dpo", show_default=True,
+              help='The adapter training continues from; "" starts a fresh LoRA (mt_grpo.lora) on --base.')
+@click.option("--tasks", "task_list", default="data/curated/rl_tasks_mt.json", show_default=True, type=P,
+              help='Task ids to train on: the curate stage\'s {"task_ids": [...]} or a JSON list.')
+@click.option("--index", default="data/tasks.json", show_default=True, type=P)
+@click.option("--image", default="data/image.json", show_default=True, type=P)
+@click.option("--out", default="models/mt_grpo", show_default=True, type=P)
+@click.option("--rollouts-dir", default="data/rollouts/mt_grpo", show_default=True, type=P)
+@click.option("--metrics-dir", default="metrics/mt_grpo", show_default=True, type=P)
+def main(params_file, base, start_adapter, task_list, index, image, out, rollouts_dir, metrics_dir) -> None:
+    from termagent.sandbox.runner import Sandbox
+
+    try:
+        params = load_params(params_file)
+        config = section(params, "mt_grpo", MTGRPOParams, file=str(params_file))
+        agent = section(params, "agent", AgentConfig, file=str(params_file))
+        sandbox_params = section(params, "sandbox", SandboxParams, file=str(params_file))
+        tasks = load_task_list(task_list, index)
+    except (ParamsError, ValueError, FileNotFoundError) as e:
+        raise click.ClickException(str(e)) from e
+    # the containers of a whole rollout batch start while the model generates
+    sandbox_config = dataclasses.replace(sandbox_params.sandbox_config(json.loads(image.read_text())["image"]),
+                                         concurrency=max(sandbox_params.concurrency, config.concurrency))
+    with Sandbox(sandbox_config) as sandbox:
+        try:
+            m = train_mt_grpo(config, agent, sandbox, tasks, model_dir=base, start_adapter=start_adapter or None,
+                              out_dir=out, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir)
+        except (FileNotFoundError, ValueError, RuntimeError) as e:
+            raise click.ClickException(str(e)) from e
+    click.echo(f"{out}: {m['steps']} steps, {m['wall_s']:.0f} s (step wall {m['step_wall_s']}), filtered "
+               f"{m['filtered_frac']}, drift turns {m['drift_turns']} / clean {m['clean_turns']}, "
+               f"reward {m['reward_mean']}")
+
+
+if __name__ == "__main__":
+    main()

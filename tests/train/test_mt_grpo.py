@@ -1,0 +1,125 @@
+"""MT-GRPO: real multi-turn GRPO steps of the tiny model against real containers. The batch that reaches the
+loss is captured by a trainer subclass (it records `_compute_loss`'s inputs, then computes the loss as usual)
+and checked against the episodes the agent loop recorded: token-in/token-out ids, the environment mask, and
+the (B, T) advantages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from termagent.agent import AgentConfig
+from termagent.train.mt_grpo import MTGRPOParams, build_trainer, make_trainer_class, token_advantages
+
+pytestmark = pytest.mark.docker
+
+FIXTURE = Path(__file__).resolve().parents[1] / "agent" / "fixtures" / "count-lines"
+
+
+def capturing_trainer_class():
+    base = make_trainer_class()
+
+    class Capturing(base):
+        captured: list[dict]
+
+        def _compute_loss(self, model, inputs):
+            self.captured = getattr(self, "captured", [])
+            self.captured.append({k: v.detach().clone() if isinstance(v, torch.Tensor) else v
+                                  for k, v in inputs.items()})
+            return super()._compute_loss(model, inputs)
+
+    return Capturing
+
+
+def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mode: str):
+    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.tasks.load import load_task
+
+    task = load_task(FIXTURE)
+    params = MTGRPOParams(max_steps=1, num_generations=2, tasks_per_step=1, max_turns=2, max_turn_tokens=12,
+                          max_completion_length=256, concurrency=2, filter_mode=filter_mode, learning_rate=1e-3)
+    sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
+    trainer = build_trainer(params, AgentConfig(), sandbox, [task], model_dir=tiny_model_dir, start_adapter=None,
+                            work_dir=tmp_path / "work", rollouts_dir=tmp_path / "rollouts",
+                            metrics_dir=tmp_path / "metrics", trainer_cls=capturing_trainer_class())
+    trainer.train()
+    trainer.rows = trainer.rollout_func.last_rows  # what rollout_func returned, in batch order
+    return trainer, params
+
+
+def loss_rows(trainer):
+    """Each row of the loss batch, unpadded, matched to its rollout row (TRL shuffles the batch)."""
+    [batch] = trainer.captured
+    rows = []
+    for b in range(batch["completion_ids"].shape[0]):
+        prompt = batch["prompt_ids"][b][batch["prompt_mask"][b].bool()].tolist()
+        n = int(batch["completion_mask"][b].sum())
+        completion = batch["completion_ids"][b][:n].tolist()
+        [match] = [i for i, r in enumerate(trainer.rows) if r["completion_ids"] == completion
+                   and r["prompt_ids"] == prompt]
+        rows.append((b, match, n))
+    return batch, rows
+
+
+def test_a_multi_turn_step_trains_on_the_sampled_ids_with_env_mask_and_turn_advantages(
+        tmp_path, base_image, docker_client, tiny_model_dir):
+    trainer, params = run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, "zero")
+    batch, rows = loss_rows(trainer)
+    results = trainer.rollout_func.last_results
+    B, T = batch["completion_ids"].shape
+    assert B == 2 and batch["advantages"].shape == (B, T) and batch["tool_mask"].shape == (B, T)
+    # the untrained model never confirms completion: both hit the 2-turn cap, counted as 0 ("zero" mode)
+    assert [r["status"] for r in trainer.rows] == ["max_turns", "max_turns"]
+
+    expected_adv, _ = token_advantages(trainer.rows, [0.0, 0.0], num_generations=2, seq_len=T, params=params)
+    for b, i, n in rows:
+        row, episode = trainer.rows[i], results[i]["agent_result"]
+        turns = [t for t in episode["turns"] if t.get("completion_ids") is not None]
+        assert len(turns) == len(row["turn_spans"]) == 2
+        completion = batch["completion_ids"][b].tolist()
+        mask = batch["tool_mask"][b].tolist()
+        # token in / token out: each turn's span holds exactly the ids the model sampled in that turn
+        assert episode["turns"][0]["prompt_ids"] == batch["prompt_ids"][b][batch["prompt_mask"][b].bool()].tolist()
+        for turn, (start, end) in zip(turns, row["turn_spans"]):
+            assert completion[start:end] == turn["completion_ids"]
+            assert mask[start:end] == [1] * (end - start)
+        # between the turns: the environment's tokens, masked; the trajectory ends on the model's last token
+        (s0, e0), (s1, e1) = row["turn_spans"]
+        assert s0 == 0 and e0 < s1 and e1 == n
+        assert mask[e0:s1] == [0] * (s1 - e0)
+        observation = trainer.processing_class.decode(completion[e0:s1])
+        assert turns[1]["messages_in"][-1]["content"] in observation
+        # the ids the second call continued from are the buffer: prompt + turn 1 + environment
+        assert turns[1]["prompt_ids_base"] + len(turns[1]["prompt_ids"]) == len(turns[0]["prompt_ids"]) + s1
+        # (B, T) advantages: the mix inside the sampled spans, 0 on environment tokens and padding
+        adv = batch["advantages"][b].tolist()
+        assert adv == pytest.approx(expected_adv[i], abs=1e-6)
+        assert all(a == 0.0 for a, m in zip(adv, mask) if m == 0) and all(a == 0.0 for a in adv[n:])
+        assert row["drift"][0] == "first" and row["drift"][1] in ("clean", "drift")
+    # The untrained model's trajectories tie (both 0), so the values are 0 here; test_turn_credit.py checks
+    # token_advantages on rows whose turns differ.
+    assert len(trainer.captured) == 1 and torch.isfinite(batch["advantages"]).all()
+
+    lines = (tmp_path / "rollouts" / "rollouts.jsonl").read_text().splitlines()
+    import json
+
+    logged = [json.loads(line) for line in lines]
+    assert len(logged) == 2 and all(len(r["turn_info"]) == 2 for r in logged)
+    assert all(set(t) >= {"exec_rc", "format_valid", "token_span"} for r in logged for t in r["turn_info"])
+    step = json.loads((tmp_path / "rollouts" / "steps.jsonl").read_text().splitlines()[0])
+    assert step["filtered_frac"] == 1.0 and step["clean_turns"] + step["drift_turns"] == 2
+
+
+def test_compact_filtering_drops_a_trajectory_that_hits_the_turn_cap(
+        tmp_path, base_image, docker_client, tiny_model_dir):
+    trainer, params = run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, "exclude")
+    batch, rows = loss_rows(trainer)
+    for b, i, n in rows:
+        row = trainer.rows[i]
+        assert row["status"] == "max_turns" and row["outcome"] is None  # out of the group statistics
+        assert batch["tool_mask"][b].sum() == 0  # no loss on any of its tokens
+        assert torch.count_nonzero(batch["advantages"][b]) == 0
+        assert len(row["turn_spans"]) == params.max_turns
+    assert trainer.last_mt_stats["filtered_frac"] == 1.0

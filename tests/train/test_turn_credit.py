@@ -1,0 +1,113 @@
+"""MT-GRPO's pieces without a container: token advantages of a group, trajectory status, the token buffer."""
+
+from __future__ import annotations
+
+import pytest
+
+from termagent.policy import make_policy
+from termagent.rewards import compute_turn_advantages, compute_turn_rewards
+from termagent.train.mt_grpo import (
+    MTGRPOParams,
+    TurnCreditParams,
+    rollout_row,
+    token_advantages,
+    trajectory_status,
+)
+from termagent.train.tito import ChatSuffix, TokenBufferPolicy
+
+
+def row(outcome, exec_ok, format_ok, spans):
+    return {"outcome": outcome, "turn_exec_ok": exec_ok, "turn_format_ok": format_ok, "turn_spans": spans}
+
+
+def test_token_advantages_mix_centred_outcome_and_turn_advantages_inside_spans_only():
+    params = MTGRPOParams(max_turns=4)
+    rows = [row(1.0, [True, True], [True, True], [[0, 2], [4, 6]]),
+            row(0.0, [False, True, True], [True, False, True], [[0, 1], [3, 4], [6, 8]]),
+            row(None, [True], [True], [[0, 3]]),  # excluded: no reward, no advantage
+            row(0.5, [True], [True], [[0, 2]])]  # a group of its own with one scored row: turn advantage 0
+    outcome_adv = [0.5, -0.5, 0.0, 0.0]  # TRL's: R - group mean (scale_rewards none)
+    out, turn_advs = token_advantages(rows, outcome_adv, num_generations=2, seq_len=9, params=params)
+    # hand computation: turn rewards, then r - mean per turn position (no std: scale_rewards none)
+    r0 = compute_turn_rewards(1.0, [True, True], [True, True], max_turns=4)
+    r1 = compute_turn_rewards(0.0, [False, True, True], [True, False, True], max_turns=4)
+    mean0, mean1 = (r0[0] + r1[0]) / 2, (r0[1] + r1[1]) / 2
+    assert turn_advs[0] == pytest.approx([r0[0] - mean0, r0[1] - mean1])
+    assert turn_advs[1] == pytest.approx([r1[0] - mean0, r1[1] - mean1, 0.0])  # turn 3 reached by one row only
+    a = 0.5
+    expected0 = [0.5 * 0.5 + a * turn_advs[0][0]] * 2 + [0.0] * 2 + [0.5 * 0.5 + a * turn_advs[0][1]] * 2 + [0.0] * 3
+    assert out[0] == pytest.approx(expected0)
+    assert out[1][1:3] == [0.0, 0.0] and out[1][4:6] == [0.0, 0.0] and out[1][8] == 0.0
+    assert out[1][6] == pytest.approx(-0.25)  # α·0 + (1-α)·(-0.5)
+    assert out[2] == [0.0] * 9 and turn_advs[2] is None
+    assert out[3][:2] == [0.0, 0.0] and turn_advs[3] == [0.0]
+    # per turn position the (scored) turn advantages are centred
+    assert turn_advs[0][0] + turn_advs[1][0] == pytest.approx(0.0)
+
+
+def test_alpha_zero_gives_the_outcome_advantage_and_group_scaling_uses_the_std():
+    rows = [row(1.0, [True], [True], [[0, 1]]), row(0.0, [False], [False], [[0, 1]])]
+    out, _ = token_advantages(rows, [0.5, -0.5], num_generations=2, seq_len=2,
+                              params=MTGRPOParams(credit=TurnCreditParams(alpha=0.0)))
+    assert out == [[0.5, 0.0], [-0.5, 0.0]]
+    _, scaled = token_advantages(rows, [0.5, -0.5], num_generations=2, seq_len=2,
+                                 params=MTGRPOParams(scale_rewards="group"))
+    assert scaled[0][0] == pytest.approx(1.0, abs=1e-5) and scaled[1][0] == pytest.approx(-1.0, abs=1e-5)
+    assert compute_turn_advantages([[1.0], [0.0]], scale=False) == [[0.5], [-0.5]]
+
+
+@pytest.mark.parametrize("trial, status", [
+    ({"reward": 1.0, "agent_result": {"ended_by": "task_complete"}}, "kept"),
+    ({"reward": 0.0, "agent_result": {"ended_by": "max_turns"}}, "max_turns"),
+    ({"reward": 0.0, "agent_result": {"ended_by": "context_limit"}}, "context_limit"),
+    ({"reward": 0.0, "agent_result": {"ended_by": "timeout"}}, "timeout"),
+    ({"reward": 0.0, "error": {"class": "AgentTimeoutError"}, "agent_result": None}, "timeout"),
+    ({"reward": None, "error": {"class": "SandboxError"}, "agent_result": None}, "infra"),
+    ({"reward": 0.0, "agent_result": {"ended_by": "error"}}, "infra"),
+])
+def test_trajectory_status(trial, status):
+    assert trajectory_status(trial) == status
+
+
+@pytest.fixture(scope="module")
+def hf(tiny_model_dir):
+    return make_policy(f"hf:{tiny_model_dir}")
+
+
+def test_the_token_buffer_continues_its_own_ids_and_counts_drift(hf):
+    suffix = ChatSuffix.from_tokenizer(hf.tokenizer)
+    assert suffix.close_assistant == "<|im_end|>\n" and suffix.before_observation == "<|im_start|>user\n"
+    assert suffix.after_observation.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    buffer = TokenBufferPolicy(base=hf, suffix=suffix, eos_ids=hf.eos_ids, max_completion_tokens=400)
+    first = [{"role": "user", "content": "Count the lines of /app/notes.txt."}]
+    [g1] = buffer.generate([first], max_tokens=10, temperature=1.0, seed=3)
+    assert buffer.prompt_ids == hf.prompt_ids(first) and buffer.completion_ids == g1.completion_ids
+    assert buffer.context_limit == len(buffer.prompt_ids) + 400
+    second = [*first, {"role": "assistant", "content": g1.text}, {"role": "user", "content": "New Terminal Output:\n$ "}]
+    counted = buffer.count_tokens(second)
+    [g2] = buffer.generate([second], max_tokens=10, temperature=1.0, seed=4)
+    (s0, e0), (s1, e1) = [t.span for t in buffer.turns]
+    assert g2.prompt_ids == buffer.prompt_ids + buffer.completion_ids[:s1] and counted == len(g2.prompt_ids)
+    assert buffer.completion_ids[s0:e0] == g1.completion_ids and buffer.completion_ids[s1:e1] == g2.completion_ids
+    assert buffer.env_mask == [1] * e0 + [0] * (s1 - e0) + [1] * (e1 - s1)
+    assert len(buffer.logprobs) == e1 and buffer.logprobs[s1:e1] == g2.logprobs
+    env_text = hf.tokenizer.decode(buffer.completion_ids[e0:s1])
+    ended = g1.completion_ids[-1] in hf.eos_ids
+    assert env_text == ("" if ended else "<|im_end|>") + "\n<|im_start|>user\nNew Terminal Output:\n$ <|im_end|>\n" \
+        "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    # drift: the message rendering re-tokenises the decoded reply; the counter says whether that matches
+    rendered = hf.prompt_ids(second)
+    assert buffer.turns[1].drift == ("clean" if rendered == g2.prompt_ids else "drift")
+    assert sum(buffer.drift_counts.values()) == 1
+    # a conversation that does not extend the buffer (a summary, a dropped turn) is refused
+    with pytest.raises(Exception, match="no longer extends"):
+        buffer.generate([[first[0], {"role": "user", "content": "x"}]], max_tokens=4, temperature=1.0)
+
+
+def test_a_trajectory_with_no_generation_becomes_a_masked_placeholder(hf):
+    buffer = TokenBufferPolicy(base=hf, suffix=ChatSuffix.from_tokenizer(hf.tokenizer), eos_ids=hf.eos_ids,
+                               max_completion_tokens=100)
+    trial = {"task_id": "t", "reward": None, "error": {"class": "SandboxError"}, "agent_result": None}
+    out = rollout_row(trial, buffer, filter_mode="zero", fallback_prompt_ids=[5, 6], eos_id=hf.eos_ids[0])
+    assert out["status"] == "infra" and out["outcome"] is None  # infrastructure: excluded in every mode
+    assert out["prompt_ids"] == [5, 6] and out["env_mask"] == [0] and out["turn_spans"] == []
