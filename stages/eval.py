@@ -37,11 +37,11 @@ from termagent.params import ParamsError, load_params, section
 
 def eval_local(model: str, cfg: EvalConfig, params: dict, params_file: Path, out_dir: Path, metrics: Path) -> dict:
     from termagent.agent import AgentConfig, TerminusAgent
+    from termagent.evaluate.splits import metrics_by_split, select_held_out
     from termagent.policy import make_policy
     from termagent.sandbox.runner import Sandbox
     from termagent.sandbox.settings import SandboxParams
     from termagent.serve import ServeConfig, serving
-    from termagent.evaluate.splits import metrics_by_split, select_held_out
     from termagent.tasks.index import read_index, tasks_in_split
 
     agent_cfg = section(params, "agent", AgentConfig, file=str(params_file))
