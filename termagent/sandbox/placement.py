@@ -25,7 +25,6 @@ import glob
 import io
 import logging
 import posixpath
-import re
 import shlex
 import tarfile
 import time

@@ -135,7 +135,7 @@ class Sandbox:
 
     def _start_container(self, task: Task, image: TaskImage, attempt: int, agent_name: str):
         env = task.environment
-        container = self.client.containers.create(image.tag, **placement.create_overrides(image, dict(
+        container = self.client.containers.create(image.tag, **placement.create_overrides(image, dict(  # noqa: C408 (the hook wraps the original call)
             command=["sleep", "infinity"], detach=True, init=True,
             labels={reaper.LABEL: "1", reaper.OWNER_LABEL: self.owner, "termagent.task": task.id,
                     "termagent.agent": agent_name, "termagent.attempt": str(attempt)},

@@ -8,8 +8,8 @@ from termagent.curate.contamination import ContaminationConfig, find_contaminati
 from termagent.judge import load_task_contexts
 from termagent.tasks.families import FAMILIES
 from termagent.tasks.families.instances import GenerateConfig, generate_all
-from termagent.tasks.split import assign_split_groups
 from termagent.tasks.load import discover_tasks
+from termagent.tasks.split import assign_split_groups
 
 OOD = ["sqlite-query", "tar-archive"]
 

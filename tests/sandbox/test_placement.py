@@ -8,8 +8,6 @@ import os
 import textwrap
 from pathlib import Path
 
-import pytest
-
 from termagent.sandbox import placement
 from termagent.sandbox import Sandbox, SandboxConfig
 from termagent.tasks.load import load_task

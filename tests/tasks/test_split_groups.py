@@ -41,7 +41,8 @@ def test_groups():
 
 
 def test_stable_when_families_or_instances_are_added():
-    kw = dict(eval_fraction=0.25, seed=0, stratify_by="difficulty", id_fraction=0.2, ood_families=["gamma", "delta"])
+    kw = {"eval_fraction": 0.25, "seed": 0, "stratify_by": "difficulty", "id_fraction": 0.2,
+          "ood_families": ["gamma", "delta"]}
     before = assign_split_groups(suite({"alpha": 20, "gamma": 10}), **kw)
     after = assign_split_groups(suite({"alpha": 200, "beta": 50, "gamma": 30, "delta": 10}, plain=12), **kw)
     assert {t: after[t] for t in before} == before

@@ -54,7 +54,7 @@ def build(rng, difficulty):
     if difficulty == "medium":
         instruction = (f"Start the worker `/app/{s}` in the background with the argument `{arg}` (it runs until "
                        f"killed) and write its PID to `/app/{pidfile}`.")
-        solve = [f"nohup bash /app/{s} {arg} > /dev/null 2>&1 & echo $! > /app/{pidfile}", f"sleep 1", f"tail -2 {log}"]
+        solve = [f"nohup bash /app/{s} {arg} > /dev/null 2>&1 & echo $! > /app/{pidfile}", "sleep 1", f"tail -2 {log}"]
         return Instance(instruction, files, solve, TESTS, consts)
     s2 = f"{name(rng)}.sh"
     while s2 == s:

@@ -3,7 +3,7 @@ ignore a kind of file, commit, check the status)."""
 
 from __future__ import annotations
 
-from termagent.tasks.families.base import EXTS, PEOPLE, WORDS, Instance, name, sentence
+from termagent.tasks.families.base import PEOPLE, WORDS, Instance, name, sentence
 
 NAME, CATEGORY, TAGS = "git-commit", "git", ["git", "version_control"]
 

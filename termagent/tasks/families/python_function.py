@@ -75,5 +75,5 @@ def build(rng, difficulty):
     stem = mod[:-3]
     pattern = "\\*" if wrong == "*" else wrong  # sed's regex: a literal star
     solve = [f"cat /app/{mod}", f"sed -i 's/return a {pattern} b/return a {op} b/' /app/{mod}",
-             f"cd /app", f"python3 -c 'from {stem} import {func}; print({func}({a}, {b}))' > /app/{out}", f"cat /app/{out}"]
+             "cd /app", f"python3 -c 'from {stem} import {func}; print({func}({a}, {b}))' > /app/{out}", f"cat /app/{out}"]
     return Instance(instruction, files, solve, TESTS_FUNC + TESTS_OUT, consts, untouched=[])
