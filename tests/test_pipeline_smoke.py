@@ -1,0 +1,126 @@
+"""The whole DAG on the smoke profile: `dvc repro mt_grpo_eval` in a scratch copy of the repository.
+
+Every stage runs for real (containers, TRL steps, evals) at the smallest sizes (profiles/smoke.yaml).
+Then the DVC promises of the pipeline are checked on the result:
+- changing one stage's param makes `dvc status` list that stage and what reads its outputs, nothing else;
+- `dvc push` to a remote, a fresh clone and `dvc pull`: nothing left to reproduce.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+MODELS = ["base", "warmup", "grpo", "sft", "dpo", "mt_grpo"]
+# `image` is always_changed (it checks the engine for the tag): it is listed by every `dvc status`.
+ALWAYS = {"image"}
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+def _env(root: Path) -> dict:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = str(root)  # the copy's own code, not the checkout the venv was installed from
+    return env
+
+
+def _run(args: list[str], cwd: Path, timeout: int = 3000) -> str:
+    proc = subprocess.run(args, cwd=cwd, env=_env(cwd), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{' '.join(args)} failed in {cwd}:\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+    return proc.stdout
+
+
+def _stale_stages(root: Path) -> set[str]:
+    out = _run([sys.executable, "-m", "dvc", "status", "--json"], root)
+    return set(json.loads(out or "{}")) - ALWAYS
+
+
+def _set_param(root: Path, dotted: str, value) -> None:
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    node = params
+    *parents, key = dotted.split(".")
+    for p in parents:
+        node = node[p]
+    node[key] = value
+    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> Path:
+    """A scratch copy of the repository (tracked and unignored files), on the smoke profile, reproduced."""
+    root = tmp_path_factory.mktemp("pipeline") / "repo"
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
+                           check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = REPO / rel
+        if src.is_file():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, root / rel)
+    _run(["git", "init", "-q"], root)
+    _run([sys.executable, "scripts/profile.py", "smoke"], root)
+    _run(["git", "add", "-A"], root)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "smoke"], root)
+    _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], root)
+    return root
+
+
+def test_every_stage_ran_and_every_model_was_evaluated_per_split_group(pipeline):
+    for model in MODELS:
+        metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
+        assert metrics["n_attempts"] >= 1, model
+        assert set(metrics["by_split"]) == {"eval", "eval_id", "eval_ood"}, model
+    for adapter in ["grpo", "sft", "dpo", "mt_grpo"]:
+        assert (pipeline / f"models/{adapter}/adapter_config.json").is_file(), adapter
+    assert (pipeline / "data/rollouts/grpo/rollouts.jsonl").stat().st_size > 0
+    assert (pipeline / "data/rollouts/mt_grpo/rollouts.jsonl").stat().st_size > 0
+    summary = json.loads((pipeline / "metrics/summary.json").read_text())
+    assert json.dumps(summary)  # the report read every model's metrics
+    assert _stale_stages(pipeline) == set()
+
+
+def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline):
+    # `dvc status` names the stages whose own params changed; a repro then reruns them and what reads
+    # their outputs, and nothing else.
+    readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.beta": {"dpo"}, "grpo.reward.script": {"grpo"},
+               "eval.attempts": {f"{m}_eval" for m in MODELS}, "curate.seed": {"curate"}}
+    original = (pipeline / "params.yaml").read_text()
+    try:
+        for key, expected in readers.items():
+            node = yaml.safe_load(original)
+            for part in key.split("."):
+                node = node[part]
+            _set_param(pipeline, key, node + 1 if isinstance(node, int) else node / 2)
+            assert _stale_stages(pipeline) == expected, key
+            (pipeline / "params.yaml").write_text(original)
+        _set_param(pipeline, "mt_grpo.credit.turn_gamma", 0.9)
+        out = _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], pipeline)
+        ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
+        assert ran - ALWAYS == {"mt_grpo", "mt_grpo_eval", "report"}
+        assert _stale_stages(pipeline) == set()
+    finally:
+        (pipeline / "params.yaml").write_text(original)
+        _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], pipeline)
+
+
+def test_push_then_a_fresh_clone_pulls_and_has_nothing_to_reproduce(pipeline, tmp_path):
+    remote = tmp_path / "remote"
+    _run([sys.executable, "-m", "dvc", "remote", "add", "-f", "-d", "smoke", str(remote)], pipeline)
+    _run(["git", "add", "-A"], pipeline)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "reproduced", "--allow-empty"],
+         pipeline)
+    _run([sys.executable, "-m", "dvc", "push"], pipeline)
+    clone = tmp_path / "clone"
+    _run(["git", "clone", "-q", str(pipeline), str(clone)], tmp_path)
+    _run([sys.executable, "-m", "dvc", "pull"], clone)
+    assert _stale_stages(clone) == set()
+    assert json.loads((clone / "metrics/eval/mt_grpo.json").read_text()) == json.loads(
+        (pipeline / "metrics/eval/mt_grpo.json").read_text())
