@@ -36,7 +36,7 @@ from termagent.evaluate.runner import SerializedPolicy, policy_spec, run_local_e
 from termagent.params import load_params, section
 from termagent.policy import make_policy
 from termagent.policy.batching import BatchingPolicy
-from termagent.sandbox.runner import Sandbox
+from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
 

@@ -44,7 +44,7 @@ P = click.Path(path_type=Path)
 @click.option("--rollouts-dir", default="data/rollouts/mt_grpo", show_default=True, type=P)
 @click.option("--metrics-dir", default="metrics/mt_grpo", show_default=True, type=P)
 def main(params_file, base, start_adapter, task_list, index, image, out, rollouts_dir, metrics_dir) -> None:
-    from termagent.sandbox.runner import Sandbox
+    from termagent.sandbox import Sandbox
 
     try:
         params = load_params(params_file)

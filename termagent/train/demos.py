@@ -236,7 +236,7 @@ def build_demos(tasks: list, sandbox, config: DemosConfig, agent_config: AgentCo
                 *, progress: bool | None = None) -> dict:
     """Run every task's oracle through the agent loop in a real container; keep the verified demos.
     Writes `out_path` (JSONL) atomically; returns the counts (written to metrics by the stage)."""
-    from termagent.sandbox.runner import run_trials
+    from termagent.sandbox import run_trials
 
     tasks = sorted(tasks, key=lambda t: t.id)
     if config.max_tasks:

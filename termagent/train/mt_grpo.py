@@ -209,7 +209,7 @@ class MultiTurnRollout:
         from termagent.agent.loop import TerminusAgent
         from termagent.policy.batching import BatchingPolicy
         from termagent.policy.hf import HFPolicy
-        from termagent.sandbox.runner import run_trials
+        from termagent.sandbox import run_trials
         from termagent.train.tito import ChatSuffix, TokenBufferPolicy
 
         if getattr(trainer, "use_vllm", False):

@@ -34,7 +34,7 @@ def capturing_trainer_class():
 
 
 def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mode: str):
-    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
     from termagent.tasks.load import load_task
 
     task = load_task(FIXTURE)
