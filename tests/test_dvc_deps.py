@@ -112,3 +112,18 @@ def test_the_import_walk_sees_lazy_imports_and_package_inits(tmp_path):
             "termagent/tasks/load.py", "termagent/atomic.py"} <= files
     assert not covered(REPO / "termagent/tasks/index.py", ["termagent/tasks/load.py"])
     assert covered(REPO / "termagent/tasks/index.py", ["termagent/tasks"])
+
+
+def test_every_termagent_import_names_a_module_that_exists():
+    """A lazy import of a moved module (`from termagent.sandbox.runner import ...` inside a function) fails
+    only when that function runs — and the deps walk above would silently skip it. Catch it here."""
+    missing = []
+    for root in ("termagent", "stages", "scripts", "tests"):
+        for path in sorted((REPO / root).rglob("*.py")):
+            if "fixtures" in path.parts:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("termagent"):
+                    if module_file(node.module) is None:
+                        missing.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.module}")
+    assert not missing, "imports of modules that do not exist:\n" + "\n".join(missing)
