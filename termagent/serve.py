@@ -53,6 +53,7 @@ class VllmConfig:
     lora_name: str = "adapter"  # the name requests use to get the adapter
     max_lora_rank: int = 64  # raised to the adapter's own rank when that is larger
     dtype: str = "bfloat16"
+    tensor_parallel_size: int = 1  # GPUs one server spreads the model over (8B on one H100: 1)
     extra_args: list[str] = field(default_factory=list)  # passed through verbatim (e.g. --enable-prefix-caching)
 
 
@@ -83,6 +84,7 @@ def vllm_command(model_dir: str | Path, adapter: str | Path | None, host: str, p
         "--dtype", config.dtype,
         "--gpu-memory-utilization", str(config.gpu_memory_utilization),
         "--max-model-len", str(config.max_model_len_lora if adapter else config.max_model_len),
+        "--tensor-parallel-size", str(config.tensor_parallel_size),
     ]
     if adapter:
         command += [

@@ -39,18 +39,20 @@ def test_vllm_command_for_the_base_model():
     assert option(command, "--max-model-len") == "40960"
     assert option(command, "--gpu-memory-utilization") == "0.85"
     assert option(command, "--served-model-name") == "termagent"
+    assert option(command, "--tensor-parallel-size") == "1"
     assert option(command, "--port") == "8000" and option(command, "--host") == "127.0.0.1"
     assert "--enable-lora" not in command and "--lora-modules" not in command
 
 
 def test_vllm_command_with_a_lora_adapter():
-    config = VllmConfig(extra_args=["--enable-prefix-caching"])
+    config = VllmConfig(extra_args=["--enable-prefix-caching"], tensor_parallel_size=2)
     command = vllm_command("models/base", "models/grpo", "127.0.0.1", 8001, config, lora_rank=128)
     assert option(command, "--max-model-len") == "32768"
     assert "--enable-lora" in command
     assert option(command, "--lora-modules") == "adapter=models/grpo"
     assert option(command, "--max-lora-rank") == "128"  # the adapter's rank wins over the default 64
     assert command[-1] == "--enable-prefix-caching"
+    assert option(command, "--tensor-parallel-size") == "2"
 
 
 def test_transformers_command_pins_the_model():
