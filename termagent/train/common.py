@@ -195,18 +195,22 @@ def read_dvclive_series(stage_metrics_dir: str | Path) -> dict[str, list[tuple[i
     return series
 
 
-def plot_curves(stage_metrics_dir: str | Path, png_path: str | Path, title: str) -> Path | None:
-    """One PNG with a panel per logged series (loss, learning rate, grad norm, ...). None if nothing logged."""
+def plot_curves(stage_metrics_dir: str | Path, png_path: str | Path, title: str, note: str = "") -> Path:
+    """One PNG with a panel per logged series (loss, learning rate, grad norm, ...); when nothing was
+    logged (a skipped stage), a PNG that says so and why (`note`), so the stage's outputs always exist."""
     series = read_dvclive_series(stage_metrics_dir)
     skip = ("epoch", "total_flos", "num_tokens", "train/")
     series = {k: v for k, v in series.items() if v and not k.startswith(skip)}
-    if not series:
-        return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if not series:
+        fig, ax = plt.subplots(figsize=(6, 2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, f"{title}\nno training step logged\n{note}", ha="center", va="center", wrap=True)
+        return _save_png(fig, png_path, plt)
     names = sorted(series)
     cols = min(3, len(names))
     rows = -(-len(names) // cols)
@@ -220,6 +224,10 @@ def plot_curves(stage_metrics_dir: str | Path, png_path: str | Path, title: str)
         ax.axis("off")
     fig.suptitle(title)
     fig.tight_layout()
+    return _save_png(fig, png_path, plt)
+
+
+def _save_png(fig, png_path: str | Path, plt) -> Path:
     png_path = Path(png_path)
     png_path.parent.mkdir(parents=True, exist_ok=True)
     with atomic.target(png_path) as tmp:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termagent import atomic
 from termagent.train.common import (
     StageTimer,
     adapter_state,
@@ -137,6 +138,10 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
                                                             "init_adapter": str(sft_adapter), "pairs": counts})
         metrics = {"skipped": True, "pairs": counts, "adapter_tensors_changed": 0}
         write_stage_metrics(metrics_dir / "train.json", stage, timer, **metrics)
+        # The stage's declared outputs exist either way: an empty curve log that says why, and a PNG.
+        atomic.write_json(metrics_dir / "dvclive" / "skipped.json", {"skipped": "empty input", "pairs": counts})
+        plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", f"{stage}: skipped",
+                    note=f"no usable preference pair in {params.dataset}")
         return metrics
     before = adapter_state(model)
     scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there

@@ -170,6 +170,9 @@ def test_dpo_empty_input_fails_clearly_or_skips(sft_run, tiny_model_dir, tmp_pat
     params = DPOParams(dataset=str(tmp_path / "empty.jsonl"), skip_if_empty=True)
     metrics = train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
     assert metrics["skipped"] and (tmp_path / "dpo" / "adapter_config.json").is_file()
+    # the stage's declared outputs exist when it skips (DVC fails a stage whose outs are missing)
+    assert (tmp_path / "m" / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "m" / "dvclive").is_dir() and (tmp_path / "m" / "train.json").is_file()
 
 
 def test_dpo_counts_prompts_too_long_and_splits_shared_history():
