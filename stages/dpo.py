@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from termagent.params import profile_option, read_sections
+from termagent.train.common import relaunch_distributed
 from termagent.train.dpo import DPOParams, train_dpo
 
 
@@ -29,6 +30,7 @@ from termagent.train.dpo import DPOParams, train_dpo
 def main(params_file: Path, profile: str | None, base_dir: Path, sft_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     cfg = read_sections(params_file, profile, dpo=DPOParams).dpo
+    relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
         m = train_dpo(base_dir, sft_dir, out, cfg, metrics_dir=metrics_dir, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:

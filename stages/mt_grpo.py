@@ -21,6 +21,7 @@ import click
 from termagent.agent.config import AgentConfig
 from termagent.params import profile_option, read_sections
 from termagent.sandbox.settings import SandboxParams
+from termagent.train.common import relaunch_distributed
 from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
 
 P = click.Path(path_type=Path)
@@ -43,6 +44,7 @@ def main(params_file, profile, base, start_adapter, task_list, index, image, out
 
     s = read_sections(params_file, profile, mt_grpo=MTGRPOParams, agent=AgentConfig, sandbox=SandboxParams)
     config, agent, sandbox_params = s.mt_grpo, s.agent, s.sandbox
+    relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
         tasks = load_task_list(task_list, index)
     except (ValueError, FileNotFoundError) as e:

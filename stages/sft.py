@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from termagent.params import profile_option, read_sections
+from termagent.train.common import relaunch_distributed
 from termagent.train.sft import SFTParams, train_sft
 from termagent.train.warmup import WarmupParams, write_start
 
@@ -37,6 +38,7 @@ def main(stage: str, params_file: Path, profile: str | None, base_dir: Path, out
         write_start(out, base_dir=base_dir, adapter=False)
         click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
         return
+    relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
         m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:
