@@ -124,3 +124,13 @@ def test_dvc_sees_every_key_the_profile_changes(scratch):
     assert diff.returncode == 0, diff.stderr
     seen = set(json.loads(diff.stdout)["params.yaml"])
     assert changed and changed <= seen, f"profile keys no dvc.yaml stage tracks: {sorted(changed - seen)}"
+
+
+@pytest.mark.parametrize("script", ["demos", "dpo", "generate", "mt_grpo", "sft", "grpo", "eval"])
+def test_every_stage_takes_params_and_profile_and_names_a_bad_profile(script):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    extra = {"sft": ["--stage", "sft", "--out", "x", "--metrics-dir", "x"],
+             "eval": ["--model", "base", "--out", "x", "--metrics", "x"]}.get(script, [])
+    out = subprocess.run([sys.executable, f"stages/{script}.py", *extra, "--params", "params.yaml",
+                          "--profile", "nosuch"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and "profiles/nosuch.yaml: no such profile" in out.stderr, out.stderr
