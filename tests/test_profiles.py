@@ -104,7 +104,8 @@ def scratch(tmp_path_factory) -> Path:
 def run(root: Path, *argv: str) -> subprocess.CompletedProcess:
     bin_dir = str(Path(sys.executable).parent)  # the venv's dvc
     env = {**os.environ, "PYTHONPATH": str(root), "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
-    return subprocess.run(list(argv), cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(list(argv), cwd=root, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
 
 
 def test_dvc_parses_the_h100_pipeline(scratch):
@@ -132,5 +133,6 @@ def test_every_stage_takes_params_and_profile_and_names_a_bad_profile(script):
     extra = {"sft": ["--stage", "sft", "--out", "x", "--metrics-dir", "x"],
              "eval": ["--model", "base", "--out", "x", "--metrics", "x"]}.get(script, [])
     out = subprocess.run([sys.executable, f"stages/{script}.py", *extra, "--params", "params.yaml",
-                          "--profile", "nosuch"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+                          "--profile", "nosuch"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
     assert out.returncode != 0 and "profiles/nosuch.yaml: no such profile" in out.stderr, out.stderr
