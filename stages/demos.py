@@ -17,7 +17,7 @@ from pathlib import Path
 import click
 
 from termagent.agent import AgentConfig
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
@@ -26,20 +26,15 @@ from termagent.train.demos import DemosConfig, build_demos
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--tasks", "tasks_index", default="data/tasks.json", show_default=True, type=click.Path(path_type=Path))
 @click.option("--image", "image_json", default="data/image.json", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default="data/sft/demos.jsonl", show_default=True, type=click.Path(path_type=Path))
 @click.option("--metrics", default="metrics/demos.json", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, tasks_index: Path, image_json: Path, out: Path, metrics: Path) -> None:
+def main(params_file: Path, profile: str | None, tasks_index: Path, image_json: Path, out: Path, metrics: Path) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        params = load_params(params_file)
-        cfg = section(params, "demos", DemosConfig, file=str(params_file))
-        agent_cfg = section(params, "agent", AgentConfig, file=str(params_file))
-        sandbox_params = section(params, "sandbox", SandboxParams, file=str(params_file))
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
+    s = read_sections(params_file, profile, demos=DemosConfig, agent=AgentConfig, sandbox=SandboxParams)
+    cfg, agent_cfg, sandbox_params = s.demos, s.agent, s.sandbox
     timer = StageTimer()
     image = json.loads(image_json.read_text())["image"]
     tasks = tasks_in_split(tasks_index, cfg.split)

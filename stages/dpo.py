@@ -10,32 +10,27 @@ dropped for length), metrics/dpo/dvclive/, metrics/dpo/curves.png.
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
-
-# stages/ is sys.path[0] and holds datasets.py: keep it from shadowing Hugging Face `datasets` (TRL imports it).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import click
 
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
+from termagent.train.common import relaunch_distributed
 from termagent.train.dpo import DPOParams, train_dpo
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path))
 @click.option("--sft", "sft_dir", default="models/sft", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default="models/dpo", show_default=True, type=click.Path(path_type=Path))
 @click.option("--metrics-dir", default="metrics/dpo", show_default=True, type=click.Path(path_type=Path))
 @click.option("--curves", "curves_png", default=None, type=click.Path(path_type=Path),
               help="Training curves PNG (default: <metrics-dir>/curves.png).")
-def main(params_file: Path, base_dir: Path, sft_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
+def main(params_file: Path, profile: str | None, base_dir: Path, sft_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        cfg = section(load_params(params_file), "dpo", DPOParams, file=str(params_file))
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
+    cfg = read_sections(params_file, profile, dpo=DPOParams).dpo
+    relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
         m = train_dpo(base_dir, sft_dir, out, cfg, metrics_dir=metrics_dir, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:

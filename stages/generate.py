@@ -1,7 +1,7 @@
 """DVC stage `generate`: write the task-family instances of params `generate:` to data/generated/.
 
     python stages/generate.py --out data/generated          # what `dvc repro generate` runs
-    python stages/generate.py --out /tmp/gen --params profiles/h100.yaml
+    python stages/generate.py --out /tmp/gen --profile h100
 
 Reads params: generate.families, generate.instances, generate.seed. Same params -> same bytes.
 """
@@ -12,18 +12,15 @@ from pathlib import Path
 
 import click
 
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
 from termagent.tasks.families.instances import GenerateConfig, generate_all
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--out", default="data/generated", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, out: Path) -> None:
-    try:
-        cfg = section(load_params(params_file), "generate", GenerateConfig, file=str(params_file))
-    except (ParamsError, ValueError) as e:
-        raise click.ClickException(str(e)) from e
+def main(params_file: Path, profile: str | None, out: Path) -> None:
+    cfg = read_sections(params_file, profile, generate=GenerateConfig).generate
     summary = generate_all(cfg, out)
     click.echo(f"{out}: {summary['instances']} tasks in {summary['families']} families (seed {summary['seed']})")
     for family, counts in summary["by_family"].items():

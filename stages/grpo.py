@@ -24,6 +24,7 @@ from termagent.params import profile_option, read_sections
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
+from termagent.train.common import relaunch_distributed
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
 from termagent.train.single_turn import EnvConfig
 
@@ -42,6 +43,7 @@ P = click.Path(path_type=Path)
 def main(params_file, profile, warmup, tasks_index, image, out, rollouts_dir, checkpoints, metrics_dir) -> None:
     s = read_sections(params_file, profile, grpo=GRPOParams, agent=AgentConfig, sandbox=SandboxParams)
     config, agent, sandbox_params = s.grpo, s.agent, s.sandbox
+    relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     eff = config.effective()
     # Every container of a generation batch starts while the model generates: the warm pool holds them all.
     sandbox_config = dataclasses.replace(sandbox_params.sandbox_config(json.loads(image.read_text())["image"]),

@@ -14,25 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
-
-# sys.path[0] is stages/, where a stage named like a library (stages/datasets.py) would shadow it
-if Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
 
 import click
 
 from termagent.agent.config import AgentConfig
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
 from termagent.sandbox.settings import SandboxParams
+from termagent.train.common import relaunch_distributed
 from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
 
 P = click.Path(path_type=Path)
 
 
 @click.command()
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=P)
+@profile_option
 @click.option("--base", default="models/base", show_default=True, type=P)
 @click.option("--start-adapter", default="models/dpo", show_default=True,
               help='The adapter training continues from; "" starts a fresh LoRA (mt_grpo.lora) on --base.')
@@ -43,16 +39,15 @@ P = click.Path(path_type=Path)
 @click.option("--out", default="models/mt_grpo", show_default=True, type=P)
 @click.option("--rollouts-dir", default="data/rollouts/mt_grpo", show_default=True, type=P)
 @click.option("--metrics-dir", default="metrics/mt_grpo", show_default=True, type=P)
-def main(params_file, base, start_adapter, task_list, index, image, out, rollouts_dir, metrics_dir) -> None:
+def main(params_file, profile, base, start_adapter, task_list, index, image, out, rollouts_dir, metrics_dir) -> None:
     from termagent.sandbox import Sandbox
 
+    s = read_sections(params_file, profile, mt_grpo=MTGRPOParams, agent=AgentConfig, sandbox=SandboxParams)
+    config, agent, sandbox_params = s.mt_grpo, s.agent, s.sandbox
+    relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
-        params = load_params(params_file)
-        config = section(params, "mt_grpo", MTGRPOParams, file=str(params_file))
-        agent = section(params, "agent", AgentConfig, file=str(params_file))
-        sandbox_params = section(params, "sandbox", SandboxParams, file=str(params_file))
         tasks = load_task_list(task_list, index)
-    except (ParamsError, ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError) as e:
         raise click.ClickException(str(e)) from e
     # the containers of a whole rollout batch start while the model generates
     sandbox_config = dataclasses.replace(sandbox_params.sandbox_config(json.loads(image.read_text())["image"]),

@@ -12,38 +12,33 @@ Writes the adapter + tokenizer (models/<stage>/), metrics/<stage>/train.json, me
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
-
-# stages/ is sys.path[0] and holds datasets.py: keep it from shadowing Hugging Face `datasets` (TRL imports it).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 
 import click
 
-from termagent.params import ParamsError, load_params, section
+from termagent.params import profile_option, read_sections
+from termagent.train.common import relaunch_distributed
 from termagent.train.sft import SFTParams, train_sft
 from termagent.train.warmup import WarmupParams, write_start
 
 
 @click.command()
 @click.option("--stage", type=click.Choice(["sft", "warmup"]), required=True)
-@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@profile_option
 @click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", required=True, type=click.Path(path_type=Path))
 @click.option("--metrics-dir", required=True, type=click.Path(path_type=Path))
 @click.option("--curves", "curves_png", default=None, type=click.Path(path_type=Path),
               help="Training curves PNG (default: <metrics-dir>/curves.png).")
-def main(stage: str, params_file: Path, base_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
+def main(stage: str, params_file: Path, profile: str | None, base_dir: Path, out: Path, metrics_dir: Path, curves_png: Path | None) -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        cfg = section(load_params(params_file), stage, WarmupParams if stage == "warmup" else SFTParams,
-                      file=str(params_file))
-    except ParamsError as e:
-        raise click.ClickException(str(e)) from e
+    cfg = getattr(read_sections(params_file, profile, **{stage: WarmupParams if stage == "warmup" else SFTParams}),
+                  stage)
     if stage == "warmup" and not cfg.enabled:
         write_start(out, base_dir=base_dir, adapter=False)
         click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
         return
+    relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
         m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:

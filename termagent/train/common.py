@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import platform
 import random
 import time
@@ -47,6 +48,64 @@ class LoraParams:
         return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
                           target_modules=list(self.target_modules), bias="none", task_type="CAUSAL_LM",
                           modules_to_save=list(self.modules_to_save) or None)
+
+
+# -- multi-GPU ----------------------------------------------------------------------------------------------
+# Configured, not run here (this machine has no GPU): the training stage scripts call relaunch_distributed()
+# first; with NUM_GPUS > 1 they re-exec under `accelerate launch` with configs/accelerate/*.yaml (DDP,
+# DeepSpeed ZeRO-2 (default), ZeRO-3). The writes that are not TRL's own go through is_main_process():
+# save_adapter, write_stage_metrics and plot_curves here, GRPO's timing/reward JSON and its run dirs,
+# MT-GRPO's rollout log. Not yet rank-aware (see the README's scale-out notes): GRPO's rollout log
+# (each rank's reward function sees its own shard: a multi-GPU run logs rank 0's shard only), warmup's
+# start.json (written by the stage script after training, identical on every rank: an atomic write, last
+# one wins), and an adapter save under ZeRO-3 (parameters sharded: save_adapter on rank 0 alone would save
+# the shards; use ddp or zero2 for LoRA, where every rank holds the whole adapter).
+DEFAULT_ACCELERATE_CONFIG = "configs/accelerate/zero2.yaml"
+LAUNCHER_ENV = ("LOCAL_RANK", "WORLD_SIZE")  # set by accelerate / torchrun: the process is already a rank
+# Set on the relaunch itself: a launcher that starts the script without LOCAL_RANK / WORLD_SIZE (accelerate's
+# MULTI_CPU single-machine path does) must not relaunch it again, forever.
+RELAUNCHED_ENV = "TERMAGENT_RELAUNCHED"
+
+
+def is_main_process() -> bool:
+    """Rank 0 of a distributed launch (RANK, set by accelerate/torchrun), or a plain single process."""
+    return int(os.environ.get("RANK", "0") or 0) == 0
+
+
+def relaunch_command(argv: list[str], env: dict[str, str]) -> list[str] | None:
+    """The `accelerate launch` command line that re-runs `argv` (sys.argv: script + its options) on
+    NUM_GPUS processes, or None when it should run as is: NUM_GPUS unset or <= 1, or already under a
+    distributed launcher (LOCAL_RANK / WORLD_SIZE set) or relaunched once already. ACCELERATE_CONFIG picks the config file
+    (default configs/accelerate/zero2.yaml). A NUM_GPUS that is not an integer is an error naming it."""
+    raw = env.get("NUM_GPUS", "").strip()
+    if not raw or any(env.get(name) for name in (*LAUNCHER_ENV, RELAUNCHED_ENV)):
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"env NUM_GPUS must be an integer number of GPUs, got {raw!r}") from None
+    if n <= 1:
+        return None
+    config = env.get("ACCELERATE_CONFIG") or DEFAULT_ACCELERATE_CONFIG
+    if not Path(config).is_file():
+        raise FileNotFoundError(f"env ACCELERATE_CONFIG: {config} does not exist (configs/accelerate/ has "
+                                f"ddp.yaml, zero2.yaml, zero3.yaml)")
+    return ["accelerate", "launch", "--config_file", str(config), "--num_processes", str(n), *argv]
+
+
+def relaunch_distributed(argv: list[str] | None = None) -> None:
+    """Call first in a training stage script: with NUM_GPUS > 1, replace this process by
+    `accelerate launch ... <script> <args>` (os.execvp; never returns then); otherwise return and train
+    in this process. Configured but not run on this project's machine (CPU only)."""
+    import sys
+
+    cmd = relaunch_command(list(sys.argv if argv is None else argv), dict(os.environ))
+    if cmd is None:
+        return
+    log.warning("NUM_GPUS=%s: relaunching as %s", cmd[cmd.index("--num_processes") + 1], " ".join(cmd))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(cmd[0], cmd, {**os.environ, RELAUNCHED_ENV: "1"})
 
 
 # -- devices and training arguments -------------------------------------------------------------------------
@@ -135,7 +194,10 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, *, 
 def save_adapter(model, tokenizer, out_dir: str | Path, *, manifest: dict | None = None) -> Path:
     """A standard PEFT adapter (adapter_config.json + adapter_model.safetensors) and the tokenizer, written
     atomically to `out_dir`: `PeftModel.from_pretrained(base, out_dir)` and vLLM `--lora-modules` load it.
-    Only the "default" adapter is saved (DPO's "ref" copy is not part of the result)."""
+    Only the "default" adapter is saved (DPO's "ref" copy is not part of the result). Main process only
+    (a multi-GPU run: the other ranks return the path unwritten)."""
+    if not is_main_process():
+        return Path(out_dir)
     with atomic.staged_dir(out_dir) as staging:
         if _is_peft(model):
             model.save_pretrained(str(staging), selected_adapters=["default"])
@@ -195,9 +257,12 @@ def read_dvclive_series(stage_metrics_dir: str | Path) -> dict[str, list[tuple[i
     return series
 
 
-def plot_curves(stage_metrics_dir: str | Path, png_path: str | Path, title: str, note: str = "") -> Path:
+def plot_curves(stage_metrics_dir: str | Path, png_path: str | Path, title: str, note: str = "") -> Path | None:
     """One PNG with a panel per logged series (loss, learning rate, grad norm, ...); when nothing was
-    logged (a skipped stage), a PNG that says so and why (`note`), so the stage's outputs always exist."""
+    logged (a skipped stage), a PNG that says so and why (`note`), so the stage's outputs always exist.
+    Other ranks than the main process write nothing (None)."""
+    if not is_main_process():
+        return None
     series = read_dvclive_series(stage_metrics_dir)
     skip = ("epoch", "total_flos", "num_tokens", "train/")
     series = {k: v for k, v in series.items() if v and not k.startswith(skip)}
@@ -279,13 +344,21 @@ def environment() -> dict[str, Any]:
 
 
 def write_stage_metrics(path: str | Path, stage: str, timer: StageTimer | None = None, **metrics: Any) -> Path:
-    """metrics/<stage>/train.json (or any path): stage name, timings, environment, and the stage's numbers."""
+    """metrics/<stage>/train.json (or any path): stage name, timings, environment, and the stage's numbers.
+    Main process only (the other ranks of a multi-GPU run write nothing)."""
+    if not is_main_process():
+        return Path(path)
+    return atomic.write_json(path, stage_metrics_doc(stage, timer, **metrics))
+
+
+def stage_metrics_doc(stage: str, timer: StageTimer | None = None, **metrics: Any) -> dict[str, Any]:
+    """What write_stage_metrics writes, as a JSON-ready dict (every rank can compute it)."""
     doc: dict[str, Any] = {"stage": stage}
     if timer is not None:
         doc.update(timer.as_dict())
     doc.update(metrics)
     doc["environment"] = environment()
-    return atomic.write_json(path, json.loads(json.dumps(doc, default=_jsonable)))
+    return json.loads(json.dumps(doc, default=_jsonable))
 
 
 def _jsonable(obj: Any):

@@ -33,7 +33,7 @@ from typing import Any
 from termagent import atomic
 from termagent.rewards import RewardWeights
 from termagent.rollouts import JsonlAppender, iter_jsonl
-from termagent.train.common import LoraParams
+from termagent.train.common import LoraParams, is_main_process
 from termagent.train.single_turn import Outcome, rollout_records, step_record
 
 log = logging.getLogger(__name__)
@@ -264,6 +264,8 @@ def prepare_run_dirs(paths: GRPOPaths, run_id: str) -> Path | None:
     run_file = paths.rollouts_dir / "run.json"
     previous = json.loads(run_file.read_text()).get("fingerprint") if run_file.is_file() else None
     checkpoint = last_checkpoint(paths.checkpoints) if previous == run_id else None
+    if not is_main_process():  # a multi-GPU rank: read only, rank 0 clears / trims the run dirs
+        return checkpoint
     if checkpoint is None:
         for path in (paths.rollouts_dir, paths.checkpoints, paths.metrics_dir / "dvclive"):
             if path.exists():
@@ -415,10 +417,11 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
 
     summary = summarize_rollouts(paths.rollouts_dir)
     timing = timing_summary(run_log.step_timings, paths.rollouts_dir / "steps.jsonl")
-    atomic.write_json(paths.metrics_dir / "timing.json", timing)
-    atomic.write_json(paths.metrics_dir / "reward_distribution.json", reward_histogram(paths.rollouts_dir))
+    if is_main_process():  # save_adapter, plot_curves, write_stage_metrics check it themselves
+        atomic.write_json(paths.metrics_dir / "timing.json", timing)
+        atomic.write_json(paths.metrics_dir / "reward_distribution.json", reward_histogram(paths.rollouts_dir))
+        plot_reward(paths.metrics_dir, paths.rollouts_dir, paths.metrics_dir / "reward.png", c.rolling_window)
     plot_curves(paths.metrics_dir, paths.metrics_dir / "curves.png", "grpo")
-    plot_reward(paths.metrics_dir, paths.rollouts_dir, paths.metrics_dir / "reward.png", c.rolling_window)
     metrics = dict(summary, steps=trainer.state.global_step, round=config.round,
                    start="warmup" if start_dir else "base", resumed_from=str(resume) if resume else None,
                    adapter_delta_l2=delta, tasks=len(rows), tasks_prompt_too_long=len(too_long),

@@ -449,7 +449,7 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     import shutil
     import tempfile
 
-    from termagent.train.common import StageTimer, save_adapter, write_stage_metrics
+    from termagent.train.common import StageTimer, save_adapter, stage_metrics_doc, write_stage_metrics
 
     timer = StageTimer()
     rollouts_dir = Path(rollouts_dir)
@@ -470,9 +470,10 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
         shutil.rmtree(work, ignore_errors=True)
     history = [h for h in trainer.state.log_history if "loss" in h]
     steps = [json.loads(line) for line in (rollouts_dir / "steps.jsonl").read_text().splitlines() if line.strip()]
-    return json.loads(write_stage_metrics(
-        Path(metrics_dir) / "train.json", "mt_grpo", timer, steps=trainer.state.global_step,
-        train_loss=result.training_loss, step_wall_s=[s["wall_s"] for s in steps],
-        filtered_frac=[s.get("filtered_frac") for s in steps], drift_turns=sum(s.get("drift_turns", 0) for s in steps),
-        clean_turns=sum(s.get("clean_turns", 0) for s in steps), reward_mean=[s["reward_mean"] for s in steps],
-        log_history=history, params=params).read_text())
+    metrics = {"steps": trainer.state.global_step, "train_loss": result.training_loss,
+               "step_wall_s": [s["wall_s"] for s in steps], "filtered_frac": [s.get("filtered_frac") for s in steps],
+               "drift_turns": sum(s.get("drift_turns", 0) for s in steps),
+               "clean_turns": sum(s.get("clean_turns", 0) for s in steps),
+               "reward_mean": [s["reward_mean"] for s in steps], "log_history": history, "params": params}
+    write_stage_metrics(Path(metrics_dir) / "train.json", "mt_grpo", timer, **metrics)  # main process only
+    return stage_metrics_doc("mt_grpo", timer, **metrics)
