@@ -1,5 +1,5 @@
 # termagent — the two commands a newcomer needs:
-#   make repro    run the main job (dvc repro $(TARGET), today `report`, on the embedded default), set-up included
+#   make repro    run the main job (dvc repro mt_grpo_eval report, on the embedded default), set-up included
 #   make test     run the test suite, set-up included
 # Everything is idempotent: a second run only does what changed.
 SHELL := /bin/bash
@@ -7,8 +7,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 DVC := $(VENV)/bin/dvc
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-# The DVC target of the main job; later issues move it forward to mt_grpo_eval.
-TARGET ?= report
+# The DVC targets of the main job: the whole DAG up to the MT-GRPO eval, and the cross-model report.
+TARGET ?= mt_grpo_eval report
 PYTEST_ARGS ?=
 
 .PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching
