@@ -116,8 +116,10 @@ def _env_pairs(args: str) -> list[tuple[str, str]] | None:
     return pairs
 
 
-def plan(task: Task) -> Placement | None:
-    """The Placement of the task's Dockerfile, or None when the Dockerfile needs a real build."""
+def plan(task: Task, initial_workdir: str | None = None) -> Placement | None:
+    """The Placement of the task's Dockerfile, or None when the Dockerfile needs a real build.
+    `initial_workdir`: the WORKDIR an aliased FROM image carries by convention (t-bench bases: /app), in
+    effect before the task's own instructions, as the build path inserts it after the FROM line."""
     env = task.environment
     if env.dockerfile is None or not env.dockerfile.is_file():
         return None
@@ -128,8 +130,8 @@ def plan(task: Task) -> Placement | None:
         lines = _logical_lines(env.dockerfile.read_text())
     except (OSError, UnicodeDecodeError):
         return None
-    from_image, workdir, user = None, "/", None
-    workdirs: list[str] = []
+    from_image, workdir, user = None, initial_workdir or "/", None
+    workdirs: list[str] = [initial_workdir] if initial_workdir else []
     env_pairs: dict[str, str] = {}
     entries: dict[str, tuple[Path | None, int]] = {}
     for line in lines:
@@ -213,6 +215,9 @@ def prepare(task: Task, resolver: ImageResolver) -> PlacedImage | None:
     if p is None:
         return None
     resolved = resolver.resolve(p.from_image)
+    convention = resolver.alias_record(p.from_image).get("workdir")
+    if convention:
+        p = plan(task, initial_workdir=convention)
     try:
         image = resolver.client.images.get(resolved)
     except docker.errors.ImageNotFound:
@@ -221,7 +226,8 @@ def prepare(task: Task, resolver: ImageResolver) -> PlacedImage | None:
     return PlacedImage(tag=resolved, id=image.id, substituted_from=p.from_image if substituted else None,
                        substituted_to=resolved if substituted else None, build_s=time.monotonic() - start,
                        cached=True, placement=p,
-                       substitutions=(resolver.substitution_record(p.from_image, resolved),) if substituted else ())
+                       substitutions=tuple(resolver.task_records(
+                           task, [resolver.substitution_record(p.from_image, resolved)] if substituted else [])))
 
 
 def create_overrides(image: TaskImage, kwargs: dict) -> dict:

@@ -101,6 +101,10 @@ class ImageResolver:
             return tag
         return target
 
+    def alias_record(self, name: str) -> dict:
+        """What resolving `name` recorded about its stand-in (e.g. its conventional workdir); {} if none."""
+        return dict(self._records.get(name, {}))
+
     def substitution_record(self, name: str, resolved: str) -> dict:
         record = {"what": "alias", "from": name, "to": resolved, "policy": self.policy}
         if name in self._records:
@@ -178,7 +182,7 @@ class ImageResolver:
             return TaskImage(tag=resolved, id=image.id, substituted_from=name if resolved != name else None,
                              substituted_to=resolved if resolved != name else None,
                              build_s=time.monotonic() - start, cached=True,
-                             substitutions=tuple(self._with_uv(task, notes)))
+                             substitutions=tuple(self.task_records(task, notes)))
 
         try:
             original = env.dockerfile.read_text()
@@ -193,7 +197,7 @@ class ImageResolver:
         for frm, to in substitutions:
             log.info("task %s: FROM %s -> %s (%s)", task.id, frm, to, self.policy)
             notes.append(self.substitution_record(frm, to))
-        notes = self._with_uv(task, notes)
+        notes = self.task_records(task, notes)
 
         with self._lock(tag):
             try:
@@ -218,7 +222,7 @@ class ImageResolver:
             pass
         return None
 
-    def _with_uv(self, task: Task, notes: list[dict]) -> list[dict]:
+    def task_records(self, task: Task, notes: list[dict]) -> list[dict]:
         """Adds the uv versions the task's scripts ask for to the flavour records that provide uv."""
         flavoured = [n for n in notes if n.get("uv")]
         if flavoured:
