@@ -18,7 +18,7 @@ import click
 
 from termagent.agent import AgentConfig
 from termagent.params import ParamsError, load_params, section
-from termagent.sandbox.runner import Sandbox
+from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
 from termagent.train.common import StageTimer, write_stage_metrics

@@ -49,10 +49,11 @@ def main(stage: str, params_file: Path, base_dir: Path, out: Path, metrics_dir: 
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if stage == "warmup":
-        write_start(out, base_dir=base_dir, adapter=True, metrics={"last_loss": m["last_loss"]})
+        write_start(out, base_dir=base_dir, adapter=not cfg.full_finetune, full_model=cfg.full_finetune,
+                    metrics={"last_loss": m["last_loss"]})
     click.echo(f"{out}: {m['n_conversations']} conversations, {m['global_steps']} steps, loss "
                f"{m['first_loss']:.3f} -> {m['last_loss']:.3f}, {m['tokens_per_s']} tokens/s, "
-               f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} adapter tensors changed")
+               f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} trained tensors changed")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def test_group_steps_merges_neighbours_to_fit_the_turn_budget():
 
 @pytest.mark.docker
 def test_demos_are_real_episodes_verified_and_failures_dropped(base_image, docker_client, tmp_path):
-    from termagent.sandbox.runner import Sandbox, SandboxConfig
+    from termagent.sandbox import Sandbox, SandboxConfig
     from termagent.tasks.load import load_task
 
     broken = tmp_path / "count-lines-broken"
