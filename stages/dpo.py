@@ -20,6 +20,7 @@ import click
 
 from termagent.params import ParamsError, load_params, section
 from termagent.train.dpo import DPOParams, train_dpo
+from termagent.train.warmup import resolve_base
 
 
 @click.command()
@@ -37,7 +38,7 @@ def main(params_file: Path, base_dir: Path, sft_dir: Path, out: Path, metrics_di
     except ParamsError as e:
         raise click.ClickException(str(e)) from e
     try:
-        m = train_dpo(base_dir, sft_dir, out, cfg, metrics_dir=metrics_dir, curves_png=curves_png)
+        m = train_dpo(resolve_base(base_dir), sft_dir, out, cfg, metrics_dir=metrics_dir, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if m["skipped"]:

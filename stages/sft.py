@@ -22,13 +22,14 @@ import click
 
 from termagent.params import ParamsError, load_params, section
 from termagent.train.sft import SFTParams, train_sft
-from termagent.train.warmup import WarmupParams, write_start
+from termagent.train.warmup import WarmupParams, resolve_base, write_start
 
 
 @click.command()
 @click.option("--stage", type=click.Choice(["sft", "warmup"]), required=True)
 @click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
-@click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path))
+@click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path),
+              help="A model directory, or a warmup directory (its start.json names the base).")
 @click.option("--out", required=True, type=click.Path(path_type=Path))
 @click.option("--metrics-dir", required=True, type=click.Path(path_type=Path))
 @click.option("--curves", "curves_png", default=None, type=click.Path(path_type=Path),
@@ -44,6 +45,8 @@ def main(stage: str, params_file: Path, base_dir: Path, out: Path, metrics_dir: 
         write_start(out, base_dir=base_dir, adapter=False)
         click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
         return
+    if stage == "sft":
+        base_dir = resolve_base(base_dir)  # --base models/warmup: the base the warmup recorded (or its full model)
     try:
         m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:

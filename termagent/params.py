@@ -69,6 +69,9 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                                                   "gradient_accumulation_steps", "logging_steps", "lora.r",
                                                   "lora.alpha", "lora.modules_to_save")},
     "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
+    "warmup.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy",
+    "warmup.full_finetune": "CPU profile: a LoRA on the random-init tiny model's frozen random weights learns "
+                            "the JSON vocabulary but not its structure (issue 9); train every weight",
     "sft.datasets": "CPU profile: the demos plus the API-ranked set built from our own GRPO rollouts",
     **{f"dpo.{key}": "CPU profile: short pairs, a high rate and small accumulation for the tiny model"
        for key in ("max_length", "learning_rate", "gradient_accumulation_steps")},

@@ -51,3 +51,17 @@ def resolve_start(warmup_dir: str | Path = "models/warmup") -> tuple[Path, Path 
     if adapter is not None and not (adapter / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{path}: names adapter {adapter}, which has no adapter_config.json")
     return Path(record["base"]), adapter
+
+
+def resolve_base(path: str | Path) -> Path:
+    """The base model directory a stage given `path` trains on: a warmup directory (it holds start.json)
+    stands for the base it records (models/base when warmup is off or an adapter; the warmup's own full
+    model when it was fully fine-tuned); any other path is a model directory itself."""
+    path = Path(path)
+    if (path / START_FILE).is_file():
+        base, adapter = resolve_start(path)
+        if adapter is not None:
+            raise ValueError(f"{path}: the warmup is an adapter; give its base ({base}) as the base model, "
+                             "or fully fine-tune the warmup (warmup.full_finetune)")
+        return base
+    return path
