@@ -17,6 +17,7 @@ import click
 from termagent.params import profile_option, read_sections
 from termagent.train.common import relaunch_distributed
 from termagent.train.dpo import DPOParams, train_dpo
+from termagent.train.warmup import resolve_base
 
 
 @click.command()
@@ -32,7 +33,7 @@ def main(params_file: Path, profile: str | None, base_dir: Path, sft_dir: Path, 
     cfg = read_sections(params_file, profile, dpo=DPOParams).dpo
     relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
-        m = train_dpo(base_dir, sft_dir, out, cfg, metrics_dir=metrics_dir, curves_png=curves_png)
+        m = train_dpo(resolve_base(base_dir), sft_dir, out, cfg, metrics_dir=metrics_dir, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if m["skipped"]:

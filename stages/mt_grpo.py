@@ -23,13 +23,15 @@ from termagent.params import profile_option, read_sections
 from termagent.sandbox.settings import SandboxParams
 from termagent.train.common import relaunch_distributed
 from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
+from termagent.train.warmup import resolve_base
 
 P = click.Path(path_type=Path)
 
 
 @click.command()
 @profile_option
-@click.option("--base", default="models/base", show_default=True, type=P)
+@click.option("--base", default="models/warmup", show_default=True, type=P,
+              help="A model directory, or a warmup directory (its start.json names the base the adapters train on).")
 @click.option("--start-adapter", default="models/dpo", show_default=True,
               help='The adapter training continues from; "" starts a fresh LoRA (mt_grpo.lora) on --base.')
 @click.option("--tasks", "task_list", default="data/curated/rl_tasks_mt.json", show_default=True, type=P,
@@ -54,7 +56,7 @@ def main(params_file, profile, base, start_adapter, task_list, index, image, out
                                          concurrency=max(sandbox_params.concurrency, config.concurrency))
     with Sandbox(sandbox_config) as sandbox:
         try:
-            m = train_mt_grpo(config, agent, sandbox, tasks, model_dir=base, start_adapter=start_adapter or None,
+            m = train_mt_grpo(config, agent, sandbox, tasks, model_dir=resolve_base(base), start_adapter=start_adapter or None,
                               out_dir=out, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir)
         except (FileNotFoundError, ValueError, RuntimeError) as e:
             raise click.ClickException(str(e)) from e

@@ -19,13 +19,14 @@ import click
 from termagent.params import profile_option, read_sections
 from termagent.train.common import relaunch_distributed
 from termagent.train.sft import SFTParams, train_sft
-from termagent.train.warmup import WarmupParams, write_start
+from termagent.train.warmup import WarmupParams, resolve_base, write_start
 
 
 @click.command()
 @click.option("--stage", type=click.Choice(["sft", "warmup"]), required=True)
 @profile_option
-@click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path))
+@click.option("--base", "base_dir", default="models/base", show_default=True, type=click.Path(path_type=Path),
+              help="A model directory, or a warmup directory (its start.json names the base).")
 @click.option("--out", required=True, type=click.Path(path_type=Path))
 @click.option("--metrics-dir", required=True, type=click.Path(path_type=Path))
 @click.option("--curves", "curves_png", default=None, type=click.Path(path_type=Path),
@@ -39,15 +40,18 @@ def main(stage: str, params_file: Path, profile: str | None, base_dir: Path, out
         click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
         return
     relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
+    if stage == "sft":
+        base_dir = resolve_base(base_dir)  # --base models/warmup: the base the warmup recorded (or its full model)
     try:
         m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png)
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if stage == "warmup":
-        write_start(out, base_dir=base_dir, adapter=True, metrics={"last_loss": m["last_loss"]})
+        write_start(out, base_dir=base_dir, adapter=not cfg.full_finetune, full_model=cfg.full_finetune,
+                    metrics={"last_loss": m["last_loss"]})
     click.echo(f"{out}: {m['n_conversations']} conversations, {m['global_steps']} steps, loss "
                f"{m['first_loss']:.3f} -> {m['last_loss']:.3f}, {m['tokens_per_s']} tokens/s, "
-               f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} adapter tensors changed")
+               f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} trained tensors changed")
 
 
 if __name__ == "__main__":

@@ -69,8 +69,12 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     **{f"{stage}.{key}": "CPU profile: the tiny model needs many passes at a high rate on short sequences"
        for stage in ("warmup", "sft") for key in ("max_length", "num_train_epochs", "learning_rate", "warmup_ratio",
                                                   "gradient_accumulation_steps", "logging_steps", "lora.r",
-                                                  "lora.alpha", "lora.modules_to_save")},
+                                                  "lora.alpha", "lora.modules_to_save")
+       if f"{stage}.{key}" != "warmup.num_train_epochs"},  # warmup: 2 epochs, the dataclass default
     "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
+    "warmup.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy",
+    "warmup.full_finetune": "CPU profile: a LoRA on the random-init tiny model's frozen random weights learns "
+                            "the JSON vocabulary but not its structure (issue 9); train every weight",
     "sft.datasets": "CPU profile: the demos plus the API-ranked set built from our own GRPO rollouts",
     **{f"dpo.{key}": "CPU profile: short pairs, a high rate and small accumulation for the tiny model"
        for key in ("max_length", "learning_rate", "gradient_accumulation_steps")},

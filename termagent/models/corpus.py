@@ -5,9 +5,9 @@ JSON punctuation, escapes and newlines get tokens of their own."""
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
+from termagent.protocol import AgentResponse, Command, render_response
 from termagent.protocol.prompt import render_initial_prompt
 
 MAX_FILE_BYTES = 256 * 1024  # data blobs beyond this say nothing about the language of the tasks
@@ -46,16 +46,18 @@ def terminus_texts(task_dir: Path) -> list[str]:
         texts.append(render_initial_prompt(instruction.read_text(encoding="utf-8"), SHELL_PROMPT))
     solve = task_dir / "solution" / "solve.sh"
     commands = solution_commands(solve) if solve.is_file() else []
+    # The replies exactly as the demos render them (protocol.render_response, the demos' templated
+    # analysis/plan), so the JSON skeleton of a reply is a handful of tokens.
+    for index, command in enumerate(commands):
+        reply = AgentResponse(analysis="Fresh shell, nothing done yet." if index == 0 else "The previous commands ran.",
+                              plan="Run the next step.", task_complete=False,
+                              commands=(Command(keystrokes=command + "\n", duration=0.1),))
+        texts.append(render_response(reply))
     for start in range(0, len(commands), 3):
         chunk = commands[start : start + 3]
-        reply = {
-            "analysis": f"The terminal shows the output of the previous step ({start} commands run so far).",
-            "plan": "Run the next commands of the solution and check their output.",
-            "commands": [{"keystrokes": c + "\n", "duration": 0.1} for c in chunk],
-            "task_complete": start + 3 >= len(commands),
-        }
-        texts.append(json.dumps(reply, indent=2, ensure_ascii=False))
         texts.append("".join(f"{SHELL_PROMPT}{c}\n" for c in chunk) + SHELL_PROMPT)
+    texts.append(render_response(AgentResponse(analysis="Every step of the task is done.",
+                                               plan="Mark the task complete.", commands=(), task_complete=True)))
     return texts
 
 

@@ -48,8 +48,8 @@ QWEN_SPLIT = (
 class TinyModelConfig:
     vocab_size: int = 4096  # BPE target; the model's embedding is the tokenizer's size rounded up to 64
     hidden_size: int = 128
-    intermediate_size: int = 384
-    num_hidden_layers: int = 2
+    intermediate_size: int = 512
+    num_hidden_layers: int = 4  # 2 layers learned the reply's vocabulary but not its structure (issue 9)
     num_attention_heads: int = 4
     num_key_value_heads: int = 2
     head_dim: int = 32

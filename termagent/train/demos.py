@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 _SKIP = re.compile(r"^\s*(set\s+-[euxo]+\b.*|set\s+-o\s+\w+.*|exit(\s+\d+)?\s*;?\s*)$")
 _FAST = re.compile(r"^\s*(cd|ls|echo|cat|pwd|mkdir|cp|mv|rm|touch|chmod|chown|ln|head|tail|wc|true|export)\b")
+_MAX_PLAN_CHARS = 80  # a script comment longer than this is not used as the plan
 _SLOW = re.compile(r"\b(make|gcc|cc|g\+\+|pip|apt-get|cargo|go build|pytest|sleep|git bisect)\b")
 
 
@@ -131,24 +132,6 @@ def group_steps(steps: list[Step], max_groups: int) -> list[list[Step]]:
     return [steps[i:i + size] for i in range(0, len(steps), size)]
 
 
-def _short(command: str, limit: int = 70) -> str:
-    first = command.strip().splitlines()[0] if command.strip() else ""
-    more = "..." if len(first) > limit or "\n" in command.strip() else ""
-    return first[:limit] + more
-
-
-def _last_line(observation: str) -> str:
-    """The last line of real command output in an observation (not a prompt, not an echoed command)."""
-    for line in reversed(observation.splitlines()):
-        line = line.strip()
-        if not line or line.endswith(":") or re.match(r"^(\S+[#$](\s|$)|>\s)", line):
-            continue
-        if line.startswith(("Are you sure", "New Terminal Output", "Current Terminal")):
-            continue
-        return line[:100]
-    return ""
-
-
 class OraclePolicy(Policy):
     """Answers the agent loop with the solution, turn by turn: a Policy like any model, so the episode,
     its messages and its observations are exactly the eval loop's."""
@@ -171,24 +154,22 @@ class OraclePolicy(Policy):
         return self.config.default_duration
 
     def reply(self, turn: int, observation: str) -> AgentResponse:
+        # Short, templated analysis/plan: a demo teaches the reply's JSON skeleton and the keystrokes; free
+        # text (the last output line, the script's long comments) is what a small model cannot predict and
+        # would spend its capacity (and the SFT loss) on.
         n = len(self.groups)
-        seen = _last_line(observation)
-        if turn == 0:
-            analysis = "A fresh shell; nothing has been done yet."
-        else:
-            analysis = ("The previous commands ran. " + (f"Their last output line: {seen}" if seen
-                                                          else "They printed nothing."))
+        analysis = "Fresh shell, nothing done yet." if turn == 0 else "The previous commands ran."
         if turn < n:
             group = self.groups[turn]
-            plans = [s.comment or f"Run `{_short(s.command)}`." for s in group]
-            plan = " Then: ".join(p.rstrip(".") + "." for p in plans)
+            comments = [s.comment for s in group if s.comment and len(s.comment) <= _MAX_PLAN_CHARS]
+            plan = comments[0].rstrip(".") + "." if len(comments) == 1 and len(group) == 1 else "Run the next step."
             commands = tuple(Command(keystrokes=s.command + "\n", duration=self.duration(s.command)) for s in group)
             return AgentResponse(analysis=analysis, plan=plan, commands=commands, task_complete=False)
         if turn == n:
-            return AgentResponse(analysis=analysis + " Every step of the task is done.",
-                                 plan="Mark the task complete.", commands=(), task_complete=True)
-        return AgentResponse(analysis="The task is done and the output was checked.",
-                             plan="Confirm that the task is complete.", commands=(), task_complete=True)
+            return AgentResponse(analysis="Every step of the task is done.", plan="Mark the task complete.",
+                                 commands=(), task_complete=True)
+        return AgentResponse(analysis="The task is done.", plan="Confirm that the task is complete.",
+                             commands=(), task_complete=True)
 
     def generate(self, messages_batch, *, max_tokens, temperature, seed=None, top_p=1.0):
         out = []

@@ -55,6 +55,10 @@ class SFTParams:
     logging_steps: int = 1
     seed: int = 0
     lora: LoraParams = field(default_factory=LoraParams)
+    # Train every weight and save a full model instead of a LoRA adapter: for the random-init tiny model,
+    # whose frozen random weights a low-rank update barely moves (the embedded warmup; its output is then
+    # the base the later stages put their standard PEFT adapters on). Off: a LoRA adapter (a real model).
+    full_finetune: bool = False
     chat_template_path: str | None = None  # a .jinja with {% generation %} markers when the model's lacks them
     max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
 
@@ -159,6 +163,13 @@ def assistant_token_fraction(tokenizer, conversations: list[list[dict]], max_len
     return {"tokens": total, "assistant_tokens": trained, "truncated_conversations": truncated}
 
 
+def _trained_state(model, full: bool) -> dict:
+    """CPU copies of the weights training should change: all of them (full fine-tuning) or the adapter's."""
+    if full:
+        return {name: p.detach().float().cpu().clone() for name, p in model.named_parameters()}
+    return adapter_state(model)
+
+
 # -- training -----------------------------------------------------------------------------------------------
 def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, metrics_dir: str | Path,
               stage: str = "sft", curves_png: str | Path | None = None, init_adapter: str | Path | None = None,
@@ -182,11 +193,13 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
             raise ValueError(f"sft: no training conversation in {params.datasets}")
         tokenizer = load_tokenizer(base_dir, params.chat_template_path)
         check_chat_template(tokenizer)
+        if params.full_finetune and init_adapter is not None:
+            raise ValueError("full_finetune trains a full model: it cannot start from an adapter (init_adapter)")
         model = load_model(base_dir, init_adapter, trainable=True)
-        if init_adapter is None:
+        if init_adapter is None and not params.full_finetune:
             model = get_peft_model(model, params.lora.to_peft())
         data_stats = assistant_token_fraction(tokenizer, conversations, params.max_length)
-        before = adapter_state(model)
+        before = _trained_state(model, params.full_finetune)
     dataset = Dataset.from_list([{"messages": c} for c in conversations])
     scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
     config = SFTConfig(**training_kwargs(
@@ -205,7 +218,7 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
             result = trainer.train()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-    after = adapter_state(trainer.model)
+    after = _trained_state(trainer.model, params.full_finetune)
     changed = sum(not after[k].equal(before[k]) for k in before)
     with timer.phase("save"):
         manifest = {"stage": stage, "base": str(base_dir), "init_adapter": str(init_adapter) if init_adapter else None,

@@ -1,6 +1,8 @@
 """The `warmup` stage: where GRPO starts. On the embedded profile a short SFT on the demos (the SFT code);
 on the H100 profile warmup is off and GRPO starts from the base model. Either way models/warmup/ holds
 `start.json`, which `resolve_start` reads: {"start_from": "adapter" | "base", "base": DIR, "adapter": DIR|null}.
+A fully fine-tuned warmup (`full_finetune`, the embedded profile) is a whole model: start_from "base" with
+base = models/warmup itself.
 """
 
 from __future__ import annotations
@@ -20,11 +22,16 @@ class WarmupParams(SFTParams):
     enabled: bool = False  # off: GRPO starts from the base model (the H100 profile); on: a short SFT on the demos
 
 
-def write_start(out_dir: str | Path, *, base_dir: str | Path, adapter: bool, metrics: dict | None = None) -> dict:
-    record = {"start_from": "adapter" if adapter else "base", "base": str(base_dir),
+def write_start(out_dir: str | Path, *, base_dir: str | Path, adapter: bool, metrics: dict | None = None,
+                full_model: bool = False) -> dict:
+    """`full_model`: the warmup wrote a whole model to `out_dir` (full fine-tuning): GRPO starts from it as
+    its base, with a fresh adapter."""
+    if full_model and adapter:
+        raise ValueError("write_start: a warmup is either an adapter or a full model, not both")
+    record = {"start_from": "adapter" if adapter else "base", "base": str(out_dir if full_model else base_dir),
               "adapter": str(out_dir) if adapter else None, "metrics": metrics}
     out_dir = Path(out_dir)
-    if adapter:
+    if adapter or full_model:
         atomic.write_json(out_dir / START_FILE, record)
     else:
         with atomic.staged_dir(out_dir) as staging:  # no stale adapter may survive a switch to "off"
@@ -44,3 +51,17 @@ def resolve_start(warmup_dir: str | Path = "models/warmup") -> tuple[Path, Path 
     if adapter is not None and not (adapter / "adapter_config.json").is_file():
         raise FileNotFoundError(f"{path}: names adapter {adapter}, which has no adapter_config.json")
     return Path(record["base"]), adapter
+
+
+def resolve_base(path: str | Path) -> Path:
+    """The base model directory a stage given `path` trains on: a warmup directory (it holds start.json)
+    stands for the base it records (models/base when warmup is off or an adapter; the warmup's own full
+    model when it was fully fine-tuned); any other path is a model directory itself."""
+    path = Path(path)
+    if (path / START_FILE).is_file():
+        base, adapter = resolve_start(path)
+        if adapter is not None:
+            raise ValueError(f"{path}: the warmup is an adapter; give its base ({base}) as the base model, "
+                             "or fully fine-tune the warmup (warmup.full_finetune)")
+        return base
+    return path

@@ -78,3 +78,23 @@ def test_demos_are_real_episodes_verified_and_failures_dropped(base_image, docke
     assert "wc -l < /app/notes.txt" in conv[2]["content"]
     assert [r.response.task_complete for r in replies] == [False, True, True]
     assert "Are you sure you want to mark the task complete?" in conv[-2]["content"]
+
+
+def test_oracle_replies_are_short_and_templated():
+    """The demo texts a small model must learn: a fixed analysis per situation, the script's comment as the
+    plan only when it is short and the turn runs one command, then task_complete and its confirmation."""
+    from termagent.protocol import parse_response
+    from termagent.train.demos import DemosConfig, OraclePolicy, Step
+
+    groups = [[Step("cd /app", "go to the app")], [Step("ls", "x" * 200)], [Step("a", ""), Step("b", "bb")]]
+    policy = OraclePolicy(groups, DemosConfig())
+    replies = [policy.reply(turn, "root@sandbox:/app# ls\nfoo.txt\nroot@sandbox:/app#") for turn in range(5)]
+    assert [r.analysis for r in replies[:3]] == ["Fresh shell, nothing done yet.", "The previous commands ran.",
+                                                 "The previous commands ran."]
+    assert [r.plan for r in replies[:3]] == ["go to the app.", "Run the next step.", "Run the next step."]
+    assert all("foo.txt" not in r.analysis for r in replies)  # no copied terminal output
+    assert [c.keystrokes for c in replies[2].commands] == ["a\n", "b\n"]
+    assert [r.task_complete for r in replies] == [False, False, False, True, True]
+    assert replies[3].commands == () and replies[4].commands == ()
+    text = policy.generate([[{"role": "user", "content": "x"}]], max_tokens=512, temperature=0.0)[0].text
+    assert parse_response(text).ok and len(text) < 250

@@ -202,3 +202,32 @@ def test_warmup_off_records_start_from_base(tmp_path):
     (tmp_path / "bad" / "start.json").write_text('{"start_from": "adapter", "base": "b", "adapter": "nowhere"}')
     with pytest.raises(FileNotFoundError, match="adapter_config.json"):
         resolve_start(tmp_path / "bad")
+
+
+def test_full_finetune_saves_a_full_model_that_is_the_base_of_later_adapters(tiny_model_dir, demos_file, tmp_path):
+    """Warmup with full_finetune (the embedded profile): every weight trains, models/warmup is a whole model
+    that start.json names as GRPO's base, and an SFT adapter trained on it is a standard PEFT adapter."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from termagent.train.warmup import resolve_base
+
+    warmup = tmp_path / "warmup"
+    metrics = train_sft(tiny_model_dir, warmup, small_sft(demos_file, full_finetune=True, max_steps=2),
+                        metrics_dir=tmp_path / "wm")
+    assert metrics["adapter_tensors"] > 0 and metrics["adapter_tensors_changed"] == metrics["adapter_tensors"]
+    assert (warmup / "config.json").is_file() and not (warmup / "adapter_config.json").exists()
+    write_start(warmup, base_dir=tiny_model_dir, adapter=False, full_model=True)
+    assert (warmup / "model.safetensors").is_file()  # start.json was added, the model not wiped
+    assert resolve_start(warmup) == (warmup, None)
+    assert resolve_base(warmup) == warmup and resolve_base(tiny_model_dir) == tiny_model_dir
+    base_sd = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)).state_dict()
+    warm_sd = AutoModelForCausalLM.from_pretrained(str(warmup)).state_dict()
+    assert any(not base_sd[k].equal(warm_sd[k]) for k in base_sd)
+    # the next stage: a LoRA adapter on the warmup model, loadable by PeftModel.from_pretrained
+    train_sft(resolve_base(warmup), tmp_path / "sft", small_sft(demos_file, max_steps=1), metrics_dir=tmp_path / "sm")
+    assert json.loads((tmp_path / "sft" / "adapter_config.json").read_text())["base_model_name_or_path"] == str(warmup)
+    PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(warmup)), str(tmp_path / "sft"))
+    with pytest.raises(ValueError, match="init_adapter"):
+        train_sft(tiny_model_dir, tmp_path / "x", small_sft(demos_file, full_finetune=True),
+                  metrics_dir=tmp_path / "xm", init_adapter=tmp_path / "sft")

@@ -1,0 +1,75 @@
+"""First-turn check: the first reply of a model to N tasks of a split, parsed by the protocol's parser.
+
+The inner loop of the warmup/SFT tuning (a full eval runs containers; this only generates): the first user
+message is exactly the agent's (render_initial_prompt with the fresh shell's screen), sampling is the agent
+protocol's (params `agent.temperature`, `agent.max_output_tokens`).
+
+    python scripts/first_turn.py --base models/base [--adapter models/warmup] --split eval_id -n 16 \
+        --out metrics/first_turn/warmup.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+# scripts/ is sys.path[0] and holds profile.py: keep it from shadowing the standard library's `profile`.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+import click  # noqa: E402
+
+from termagent import atomic  # noqa: E402
+from termagent.agent import AgentConfig  # noqa: E402
+from termagent.params import load_params, section  # noqa: E402
+from termagent.policy.hf import HFPolicy  # noqa: E402
+from termagent.protocol import parse_response, render_initial_prompt  # noqa: E402
+from termagent.tasks.index import tasks_in_split  # noqa: E402
+
+FRESH_SCREEN = "root@sandbox:/app#"  # what the tmux pane shows before the first command
+
+
+@click.command()
+@click.option("--base", required=True, type=click.Path(path_type=Path))
+@click.option("--adapter", default=None, type=click.Path(path_type=Path))
+@click.option("--split", default="eval_id", show_default=True)
+@click.option("-n", "n_tasks", default=16, show_default=True, help="tasks (spread over the split, by id)")
+@click.option("--samples", default=1, show_default=True, help="replies per task")
+@click.option("--params", "params_file", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@click.option("--tasks", "tasks_index", default="data/tasks.json", show_default=True, type=click.Path(path_type=Path))
+@click.option("--seed", default=0, show_default=True)
+@click.option("--out", default=None, type=click.Path(path_type=Path))
+def main(base, adapter, split, n_tasks, samples, params_file, tasks_index, seed, out):
+    agent = section(load_params(params_file), "agent", AgentConfig, file=str(params_file))
+    tasks = sorted(tasks_in_split(tasks_index, split), key=lambda t: t.id)
+    step = max(1, len(tasks) // n_tasks)
+    tasks = tasks[::step][:n_tasks]
+    policy = HFPolicy(base, adapter=adapter)
+    batch = [[{"role": "user", "content": render_initial_prompt(t.instruction, FRESH_SCREEN)}]
+             for t in tasks for _ in range(samples)]
+    t0 = time.monotonic()
+    gens = policy.generate(batch, max_tokens=agent.max_output_tokens, temperature=agent.temperature, seed=seed)
+    wall = time.monotonic() - t0
+    rows = []
+    for index, gen in enumerate(gens):
+        parsed = parse_response(gen.text)
+        rows.append({"task_id": tasks[index // samples].id, "valid": bool(parsed.ok),
+                     "strict": bool(parsed.ok and not parsed.fixes), "finish_reason": gen.finish_reason,
+                     "completion_tokens": gen.completion_tokens, "errors": parsed.errors[:2], "text": gen.text[:400]})
+    n = len(rows)
+    summary = {"base": str(base), "adapter": str(adapter) if adapter else None, "split": split, "n": n,
+               "temperature": agent.temperature, "max_tokens": agent.max_output_tokens,
+               "valid_json": round(sum(r["valid"] for r in rows) / n, 3),
+               "valid_json_strict": round(sum(r["strict"] for r in rows) / n, 3),
+               "stopped": round(sum(r["finish_reason"] == "stop" for r in rows) / n, 3),
+               "generate_s": round(wall, 1), "rows": rows}
+    if out:
+        atomic.write_json(out, summary)
+    click.echo(json.dumps({k: v for k, v in summary.items() if k != "rows"}))
+    for r in rows[:3]:
+        click.echo(f"--- {r['task_id']} valid={r['valid']} {r['finish_reason']}\n{r['text'][:300]}")
+
+
+if __name__ == "__main__":
+    main()
