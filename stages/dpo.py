@@ -39,8 +39,9 @@ def main(params_file: Path, profile: str | None, base_dir: Path, sft_dir: Path, 
     if m["skipped"]:
         click.echo(f"{out}: DPO skipped (empty input {m['pairs']}); the SFT adapter passed through")
     else:
-        click.echo(f"{out}: pairs {m['pairs']}, {m['global_steps']} steps, loss {m['first_loss']:.4f} -> "
-                   f"{m['last_loss']:.4f}, {m['adapter_tensors_changed']}/{m['adapter_tensors']} adapter tensors changed")
+        loss = " -> ".join("n/a" if x is None else f"{x:.4f}" for x in (m["first_loss"], m["last_loss"]))
+        click.echo(f"{out}: pairs {m['pairs']}, {m['global_steps']} steps, loss {loss}, "
+                   f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} adapter tensors changed")
 
 
 if __name__ == "__main__":

@@ -49,8 +49,9 @@ def main(stage: str, params_file: Path, profile: str | None, base_dir: Path, out
     if stage == "warmup":
         write_start(out, base_dir=base_dir, adapter=not cfg.full_finetune, full_model=cfg.full_finetune,
                     metrics={"last_loss": m["last_loss"]})
+    loss = " -> ".join("n/a" if x is None else f"{x:.3f}" for x in (m["first_loss"], m["last_loss"]))
     click.echo(f"{out}: {m['n_conversations']} conversations, {m['global_steps']} steps, loss "
-               f"{m['first_loss']:.3f} -> {m['last_loss']:.3f}, {m['tokens_per_s']} tokens/s, "
+               f"{loss} (logged every {cfg.logging_steps} steps), {m['tokens_per_s']} tokens/s, "
                f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} trained tensors changed")
 
 

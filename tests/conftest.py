@@ -39,7 +39,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     from termagent.models.tiny import TinyModelConfig, build_tiny_model
 
     out = tmp_path_factory.mktemp("tiny") / "base"
-    config = TinyModelConfig(vocab_size=2048, hidden_size=64, intermediate_size=192, head_dim=16,
-                             max_position_embeddings=4096)
+    config = TinyModelConfig(vocab_size=2048, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
+                             head_dim=16, max_position_embeddings=4096)
     build_tiny_model(out, config, [REPO / "data" / "tasks"])
     return out

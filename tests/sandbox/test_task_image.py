@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from termagent.sandbox import Sandbox, SandboxConfig
@@ -66,7 +68,10 @@ def test_build_failure_is_a_build_error_with_the_log_tail(sandbox, make_task):
 
 @pytest.mark.docker
 def test_build_timeout_is_a_build_error(sandbox, make_task):
-    task = make_task("slow-build", dockerfile="FROM debian:bookworm-slim\nRUN sleep 120\n",
+    # The engine may finish an abandoned build after the client gave up and tag it: a fresh Dockerfile
+    # per run keeps a rerun on the same engine from finding that image cached.
+    nonce = uuid.uuid4().hex
+    task = make_task("slow-build", dockerfile=f"FROM debian:bookworm-slim\nRUN sleep 120 && echo {nonce}\n",
                      extra_toml="build_timeout_sec = 3\n")
     with pytest.raises(BuildError, match="timed out"):
         sandbox.prepare(task)
