@@ -33,7 +33,7 @@ from termagent.params import load_params, section
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
-from termagent.train.common import environment, load_model, load_tokenizer
+from termagent.train.common import environment, fit_completions, load_model, load_tokenizer
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
 from termagent.train.single_turn import EnvConfig, SingleTurnEnv
 from termagent.train.warmup import write_start
@@ -61,21 +61,7 @@ def warm_start(base: Path, out: Path, env: SingleTurnEnv, tasks, steps: int, lr:
         for keys in (solution_keystrokes(task), "ls\n"):
             target = tokenizer(compact_reply(keys) + tokenizer.eos_token, add_special_tokens=False)["input_ids"]
             examples.append((prompt, target))
-    width = max(len(p) + len(t) for p, t in examples)
-    ids = torch.full((len(examples), width), tokenizer.pad_token_id)
-    labels = torch.full((len(examples), width), -100)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
-    for i, (p, t) in enumerate(examples):
-        ids[i, : len(p) + len(t)] = torch.tensor(p + t)
-        labels[i, len(p): len(p) + len(t)] = torch.tensor(t)
-        mask[i, : len(p) + len(t)] = 1
-    optim = torch.optim.AdamW(model.parameters(), lr=lr)
-    loss = None
-    for _ in range(steps):
-        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-        loss.backward()
-        optim.step()
-        optim.zero_grad()
+    loss = fit_completions(model, examples, pad_token_id=tokenizer.pad_token_id, steps=steps, lr=lr)
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
     return float(loss)

@@ -191,6 +191,30 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, *, 
     return model
 
 
+def fit_completions(model, examples: list[tuple[list[int], list[int]]], *, pad_token_id: int, steps: int,
+                    lr: float) -> float:
+    """A few full-batch AdamW steps of next-token loss on (prompt_ids, target_ids) pairs, the loss on the
+    targets only: the quick warm start a GRPO test or benchmark needs so that replies sometimes parse.
+    Returns the last loss."""
+    width = max(len(p) + len(t) for p, t in examples)
+    ids = torch.full((len(examples), width), pad_token_id)
+    labels = torch.full((len(examples), width), -100)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for i, (p, t) in enumerate(examples):
+        ids[i, : len(p) + len(t)] = torch.tensor(p + t)
+        labels[i, len(p): len(p) + len(t)] = torch.tensor(t)
+        mask[i, : len(p) + len(t)] = 1
+    optim = torch.optim.AdamW(model.parameters(), lr=lr)
+    model.train()
+    loss = torch.tensor(float("nan"))
+    for _ in range(steps):
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        optim.step()
+        optim.zero_grad()
+    return float(loss)
+
+
 def save_adapter(model, tokenizer, out_dir: str | Path, *, manifest: dict | None = None) -> Path:
     """A standard PEFT adapter (adapter_config.json + adapter_model.safetensors) and the tokenizer, written
     atomically to `out_dir`: `PeftModel.from_pretrained(base, out_dir)` and vLLM `--lora-modules` load it.

@@ -123,7 +123,7 @@ def warm_model_dir(tmp_path_factory, tiny_model_dir, tasks, grpo_sandbox) -> Pat
     it writes valid JSON most of the time, the right word some of the time: GRPO groups get a reward std."""
     import torch
 
-    from termagent.train.common import load_model, load_tokenizer
+    from termagent.train.common import fit_completions, load_model, load_tokenizer
     from termagent.train.single_turn import SingleTurnEnv
 
     env = SingleTurnEnv(grpo_sandbox, tasks)
@@ -140,20 +140,7 @@ def warm_model_dir(tmp_path_factory, tiny_model_dir, tasks, grpo_sandbox) -> Pat
             target = tokenizer(compact_reply(f"echo {written} > /tmp/out.txt\n") + tokenizer.eos_token,
                                add_special_tokens=False)["input_ids"]
             examples.append((prompt, target))
-    width = max(len(p) + len(t) for p, t in examples)
-    ids = torch.full((len(examples), width), tokenizer.pad_token_id)
-    labels = torch.full((len(examples), width), -100)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
-    for i, (p, t) in enumerate(examples):
-        ids[i, : len(p) + len(t)] = torch.tensor(p + t)
-        labels[i, len(p): len(p) + len(t)] = torch.tensor(t)
-        mask[i, : len(p) + len(t)] = 1
-    optim = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    model.train()
-    for _ in range(40):
-        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
-        optim.step()
-        optim.zero_grad()
+    fit_completions(model, examples, pad_token_id=tokenizer.pad_token_id, steps=40, lr=1e-2)
     out = tmp_path_factory.mktemp("warm") / "base"
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
