@@ -65,4 +65,4 @@ clean-containers: setup
 # Switch params.yaml to the H100 profile (Nemotron-Terminal-8B, vLLM, OpenThoughts-Agent-v1-SFT, TB2).
 # `git checkout params.yaml` returns to the embedded default.
 profile-h100: setup
-	$(PY) scripts/profile.py h100
+	$(PY) scripts/apply_profile.py h100

@@ -26,9 +26,6 @@ from pathlib import Path
 import click
 
 REPO = Path(__file__).resolve().parents[1]
-# sys.path[0] is scripts/, whose profile.py would shadow the stdlib module torch imports (cProfile)
-sys.path[0] = str(REPO)
-
 from termagent import atomic
 from termagent.agent import AgentConfig, TerminusAgent
 from termagent.evaluate.config import EvalConfig

@@ -29,10 +29,9 @@ import click
 import docker
 
 from termagent import atomic
-from termagent.sandbox import placement
-from termagent.sandbox.image import ensure_base_image
-from termagent.sandbox import Sandbox
 from termagent.params import read_sections
+from termagent.sandbox import Sandbox, placement
+from termagent.sandbox.image import ensure_base_image
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.load import discover_tasks
 

@@ -12,17 +12,11 @@ backward) and what the rollouts earned. It is a measurement, not a model: nothin
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# scripts/ holds a profile.py: as the script's directory on sys.path it would shadow the standard library's
-# `profile` (imported by torch through cProfile). Only the repository's packages are wanted from here.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 import dataclasses
 import json
 import tempfile
 import time
+from pathlib import Path
 
 import click
 import torch

@@ -11,21 +11,17 @@ protocol's (params `agent.temperature`, `agent.max_output_tokens`).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
-# scripts/ is sys.path[0] and holds profile.py: keep it from shadowing the standard library's `profile`.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import click
 
-import click  # noqa: E402
-
-from termagent import atomic  # noqa: E402
-from termagent.agent import AgentConfig  # noqa: E402
-from termagent.params import load_params, section  # noqa: E402
-from termagent.policy.hf import HFPolicy  # noqa: E402
-from termagent.protocol import parse_response, render_initial_prompt  # noqa: E402
-from termagent.tasks.index import tasks_in_split  # noqa: E402
+from termagent import atomic
+from termagent.agent import AgentConfig
+from termagent.params import load_params, section
+from termagent.policy.hf import HFPolicy
+from termagent.protocol import parse_response, render_initial_prompt
+from termagent.tasks.index import tasks_in_split
 
 FRESH_SCREEN = "root@sandbox:/app#"  # what the tmux pane shows before the first command
 

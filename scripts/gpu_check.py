@@ -19,9 +19,6 @@ import sys
 import time
 from pathlib import Path
 
-# scripts/ holds profile.py, which would shadow the standard library's `profile` (imported by transformers).
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
 # Qwen3-0.6B's shape (vocab 151936, tied embeddings) = ~0.6 B parameters.
 FULL = {"vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
             "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 40960}

@@ -123,7 +123,7 @@ def test_every_termagent_import_names_a_module_that_exists():
             if "fixtures" in path.parts:
                 continue
             for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-                if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("termagent"):
-                    if module_file(node.module) is None:
-                        missing.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.module}")
+                named = isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").startswith("termagent")
+                if named and module_file(node.module) is None:
+                    missing.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.module}")
     assert not missing, "imports of modules that do not exist:\n" + "\n".join(missing)

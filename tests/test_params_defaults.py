@@ -137,6 +137,6 @@ def test_make_profile_writes_the_same_merge_the_reader_applies(tmp_path, monkeyp
     monkeypatch.chdir(REPO)
     copy = tmp_path / "params.yaml"
     copy.write_text((REPO / "params.yaml").read_text())
-    subprocess.run([sys.executable, "scripts/profile.py", "h100", "--params", str(copy)], check=True,
+    subprocess.run([sys.executable, "scripts/apply_profile.py", "h100", "--params", str(copy)], check=True,
                    capture_output=True)
     assert load_params(copy) == load_params("params.yaml", profile="h100")

@@ -34,7 +34,8 @@ def _env(root: Path) -> dict:
 
 
 def _run(args: list[str], cwd: Path, timeout: int = 3000) -> str:
-    proc = subprocess.run(args, cwd=cwd, env=_env(cwd), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(args, check=False, cwd=cwd, env=_env(cwd), capture_output=True, text=True,
+                          timeout=timeout)
     assert proc.returncode == 0, f"{' '.join(args)} failed in {cwd}:\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
     return proc.stdout
 
@@ -66,7 +67,7 @@ def pipeline(tmp_path_factory) -> Path:
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, root / rel)
     _run(["git", "init", "-q"], root)
-    _run([sys.executable, "scripts/profile.py", "smoke"], root)
+    _run([sys.executable, "scripts/apply_profile.py", "smoke"], root)
     _run(["git", "add", "-A"], root)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "smoke"], root)
     _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], root)

@@ -1,7 +1,7 @@
 """The H100 profile (issue 10 item 6): the real configuration of every stage, validated, and seen by DVC.
 
 - params.yaml + profiles/h100.yaml validates for every registered section, and holds DESIGN.md §4's values;
-- on a scratch copy of the repository with the profile applied (`python scripts/profile.py h100`, what
+- on a scratch copy of the repository with the profile applied (`python scripts/apply_profile.py h100`, what
   `make profile-h100` runs), DVC parses dvc.yaml and the params (`dvc status`), lists the expected stages,
   and `dvc params diff` reports every key the profile changes (so `dvc repro` reruns their stages).
   Nothing runs: `dvc repro --dry` would stop at the first stage whose input another stage must make.
@@ -96,7 +96,7 @@ def scratch(tmp_path_factory) -> Path:
     git = ["git", "-c", "user.email=test@localhost", "-c", "user.name=test"]
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "embedded"]):
         subprocess.run([*git, *cmd], cwd=root, check=True, capture_output=True)
-    out = run(root, sys.executable, "scripts/profile.py", "h100")
+    out = run(root, sys.executable, "scripts/apply_profile.py", "h100")
     assert out.returncode == 0, out.stderr
     return root
 

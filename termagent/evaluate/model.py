@@ -47,10 +47,10 @@ def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_
 def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg, tasks_index: Path,
                     image_record: Path, out_dir: Path, metrics_path: Path, log) -> dict[str, Any]:
     from termagent.agent import TerminusAgent
+    from termagent.evaluate.splits import metrics_by_split, select_held_out
     from termagent.policy import make_policy
     from termagent.sandbox import Sandbox
     from termagent.serve import serving
-    from termagent.evaluate.splits import metrics_by_split, select_held_out
     from termagent.tasks.index import read_index, tasks_in_split
 
     split_of = {r["id"]: r["split"] for r in read_index(tasks_index)["tasks"]}

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from termagent.sandbox.agents import NopAgent, OracleAgent
-from termagent.tasks.cli import check_entry
-from termagent.sandbox.offline import choose_python, host_trust, requested_python, uv_requested
-from termagent.sandbox import Sandbox, SandboxConfig, run_trials
 from termagent.params import read_sections
+from termagent.sandbox import Sandbox, SandboxConfig, run_trials
+from termagent.sandbox.agents import NopAgent, OracleAgent
+from termagent.sandbox.offline import choose_python, host_trust, requested_python, uv_requested
 from termagent.sandbox.settings import SandboxParams
 from termagent.sandbox.verifier import runner_never_started
+from termagent.tasks.cli import check_entry
 from termagent.tasks.load import load_task
 
 from .conftest import FIXTURES, REPO_PARAMS

@@ -8,8 +8,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from termagent.sandbox import placement
-from termagent.sandbox import Sandbox, SandboxConfig
+from termagent.sandbox import Sandbox, SandboxConfig, placement
 from termagent.tasks.load import load_task
 
 FILES = ("find /app /opt/tools /srv -printf '%p %m %u %g %s %y\\n' | sort; "

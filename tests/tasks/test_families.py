@@ -119,8 +119,8 @@ def one_per_family(root: Path) -> list[Path]:
 
 
 def test_oracle_and_nop_on_one_instance_of_every_family(tmp_path, base_image, docker_client):
-    from termagent.sandbox.agents import NopAgent, OracleAgent
     from termagent.sandbox import Sandbox, SandboxConfig, run_trials
+    from termagent.sandbox.agents import NopAgent, OracleAgent
 
     tasks = [load_task(d) for d in one_per_family(tmp_path / "gen")]
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=4), client=docker_client)
@@ -137,8 +137,8 @@ def test_oracle_and_nop_on_one_instance_of_every_family(tmp_path, base_image, do
 
 def test_a_siblings_oracle_fails(tmp_path, base_image, docker_client):
     """Replaying one instance's commands on its sibling does not pass the sibling's tests."""
-    from termagent.sandbox.agents import OracleAgent
     from termagent.sandbox import Sandbox, SandboxConfig, run_trials
+    from termagent.sandbox.agents import OracleAgent
 
     pairs = []
     for family in ("grep-count", "json-query", "chmod-mode", "tar-archive"):

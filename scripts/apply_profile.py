@@ -1,6 +1,6 @@
 """Switch params.yaml to a profile: deep-merge profiles/<name>.yaml over it, keeping comments.
 
-    python scripts/profile.py h100        # or: make profile-h100
+    python scripts/apply_profile.py h100        # or: make profile-h100
     git checkout params.yaml             # back to the embedded default
 
 The merge is termagent.params.merge_profile, the same one `--profile NAME` applies when a stage reads
