@@ -70,9 +70,13 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
        for stage in ("warmup", "sft") for key in ("max_length", "num_train_epochs", "learning_rate", "warmup_ratio",
                                                   "gradient_accumulation_steps", "logging_steps", "lora.r",
                                                   "lora.alpha", "lora.modules_to_save")
-       if f"{stage}.{key}" != "warmup.num_train_epochs"},  # warmup: 2 epochs, the dataclass default
+       if f"{stage}.{key}" != "sft.num_train_epochs"},  # sft: 2 epochs, the dataclass default
+    **{f"warmup.{key}": "CPU profile: the short-context curriculum that teaches the random-init tiny model the "
+                        "reply format (issue 9); a pretrained model needs none"
+       for key in ("window_epochs", "window_learning_rate")},
     "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
-    "warmup.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy",
+    **{f"{stage}.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy"
+       for stage in ("warmup", "sft")},
     "warmup.full_finetune": "CPU profile: a LoRA on the random-init tiny model's frozen random weights learns "
                             "the JSON vocabulary but not its structure (issue 9); train every weight",
     "sft.datasets": "CPU profile: the demos plus the API-ranked set built from our own GRPO rollouts",

@@ -248,20 +248,22 @@ def adapter_state(model, adapter_name: str = "default") -> dict[str, torch.Tenso
 
 
 # -- dvclive ------------------------------------------------------------------------------------------------
-def dvclive_callback(stage_metrics_dir: str | Path):
+def dvclive_callback(stage_metrics_dir: str | Path, step_offset: int = 0):
     """A transformers DVCLiveCallback writing `<dir>/dvclive/` (plots/metrics/*.tsv, metrics.json) without
-    touching dvc.yaml or creating DVC experiments, its step = the trainer's global_step (RESEARCH §5)."""
+    touching dvc.yaml or creating DVC experiments, its step = the trainer's global_step (RESEARCH §5).
+    `step_offset` > 0: a second run of the same stage (a curriculum phase) appends to the series of the
+    first, its steps shifted by the first's."""
     from dvclive import Live
     from transformers.integrations import DVCLiveCallback
 
     class _StepCallback(DVCLiveCallback):
         def on_log(self, args, state, control, model=None, logs=None, **kwargs):
             if self.live is not None:
-                self.live.step = state.global_step
+                self.live.step = step_offset + state.global_step
             return super().on_log(args, state, control, model=model, logs=logs, **kwargs)
 
     live = Live(dir=str(Path(stage_metrics_dir) / "dvclive"), dvcyaml=False, save_dvc_exp=False,
-                report=None)
+                report=None, resume=step_offset > 0)
     return _StepCallback(live=live, log_model=None)
 
 

@@ -61,12 +61,24 @@ class SFTParams:
     full_finetune: bool = False
     chat_template_path: str | None = None  # a .jinja with {% generation %} markers when the model's lacks them
     max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
+    # Short-context curriculum (off at 0 epochs): before the whole conversations, `window_epochs` passes over
+    # every assistant turn alone with only the last `window_context` tokens before it, `window_batch_size` at a
+    # time. A random-init model learns the reply's structure and copying from the task text (which ends the
+    # prompt) from these short sequences at a fraction of the cost; the whole-conversation pass then adapts it
+    # to the long prompt. Sequence-length warmup, as in pre-training; a pretrained model needs none.
+    window_epochs: float = 0.0
+    window_context: int = 256
+    window_batch_size: int = 16
+    window_learning_rate: float | None = None  # None: learning_rate
 
     def __post_init__(self):
         if not self.datasets:
             raise ValueError("datasets must list at least one JSONL path or hf_id@revision")
         if self.max_length < 16:
             raise ValueError(f"max_length must be >= 16, got {self.max_length}")
+        if self.window_epochs < 0 or self.window_context < 0 or self.window_batch_size < 1:
+            raise ValueError("window_epochs and window_context must be >= 0 and window_batch_size >= 1, got "
+                             f"{self.window_epochs}, {self.window_context}, {self.window_batch_size}")
 
 
 # -- data ---------------------------------------------------------------------------------------------------
@@ -163,6 +175,25 @@ def assistant_token_fraction(tokenizer, conversations: list[list[dict]], max_len
     return {"tokens": total, "assistant_tokens": trained, "truncated_conversations": truncated}
 
 
+def context_windows(tokenizer, conversations: list[list[dict]], context: int) -> list[dict]:
+    """One pre-tokenized example per assistant turn: the turn's tokens and at most `context` tokens before
+    it, the loss on that turn only ({input_ids, assistant_masks}, the columns SFTTrainer takes as is)."""
+    examples = []
+    for conv in conversations:
+        out = tokenizer.apply_chat_template(conv, tokenize=True, return_dict=True,
+                                            return_assistant_tokens_mask=True)
+        ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
+        end = 0
+        while True:
+            start = next((i for i in range(end, len(mask)) if mask[i]), None)
+            if start is None:
+                break
+            end = next((i for i in range(start, len(mask)) if not mask[i]), len(mask))
+            left = max(0, start - context)
+            examples.append({"input_ids": ids[left:end], "assistant_masks": [0] * (start - left) + [1] * (end - start)})
+    return examples
+
+
 def _trained_state(model, full: bool) -> dict:
     """CPU copies of the weights training should change: all of them (full fine-tuning) or the adapter's."""
     if full:
@@ -171,6 +202,33 @@ def _trained_state(model, full: bool) -> dict:
 
 
 # -- training -----------------------------------------------------------------------------------------------
+def _fit(model, dataset, tokenizer, params: SFTParams, metrics_dir: Path, *, stage: str, epochs: float,
+         batch_size: int, accumulation: int, max_length: int, learning_rate: float, step_offset: int = 0):
+    """One SFTTrainer run over `dataset` (conversations, or pre-tokenized windows); its dvclive series
+    continue those of an earlier run from `step_offset`. Returns (trainer, train result)."""
+    from trl import SFTConfig, SFTTrainer
+
+    scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
+    config = SFTConfig(**training_kwargs(
+        output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
+        num_train_epochs=epochs, max_steps=params.max_steps,
+        learning_rate=learning_rate, lr_scheduler_type=params.lr_scheduler_type,
+        warmup_steps=params.warmup_ratio, per_device_train_batch_size=batch_size,
+        gradient_accumulation_steps=accumulation, weight_decay=params.weight_decay,
+        max_grad_norm=params.max_grad_norm, max_length=max_length, truncation_mode="keep_start",
+        # Conversations: TRL masks all but the assistant turns. Pre-tokenized windows carry `assistant_masks`,
+        # which TRL folds into the labels as they are (and refuses assistant_only_loss for).
+        packing=False, assistant_only_loss="messages" in dataset.column_names,
+    ))
+    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
+                         callbacks=[dvclive_callback(metrics_dir, step_offset=step_offset)])
+    try:
+        result = trainer.train()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return trainer, result
+
+
 def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, metrics_dir: str | Path,
               stage: str = "sft", curves_png: str | Path | None = None, init_adapter: str | Path | None = None,
               conversations: list[list[dict]] | None = None) -> dict[str, Any]:
@@ -178,7 +236,6 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
     write `<metrics_dir>/train.json` and the dvclive curves; return the metrics."""
     from datasets import Dataset
     from peft import get_peft_model
-    from trl import SFTConfig, SFTTrainer
 
     timer = StageTimer()
     seed_everything(params.seed)
@@ -200,24 +257,23 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
             model = get_peft_model(model, params.lora.to_peft())
         data_stats = assistant_token_fraction(tokenizer, conversations, params.max_length)
         before = _trained_state(model, params.full_finetune)
+    window_steps = 0
+    if params.window_epochs > 0:
+        with timer.phase("load"):
+            windows = context_windows(tokenizer, conversations, params.window_context)
+        with timer.phase("windows"):
+            trainer, _ = _fit(model, Dataset.from_list(windows), tokenizer, params, metrics_dir, stage=stage,
+                              epochs=params.window_epochs, batch_size=params.window_batch_size,
+                              accumulation=1, max_length=params.window_context + params.max_length,
+                              learning_rate=params.window_learning_rate or params.learning_rate)
+        model, window_steps = trainer.model, trainer.state.global_step
+        window_log = trainer.state.log_history
     dataset = Dataset.from_list([{"messages": c} for c in conversations])
-    scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
-    config = SFTConfig(**training_kwargs(
-        output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
-        num_train_epochs=params.num_train_epochs, max_steps=params.max_steps,
-        learning_rate=params.learning_rate, lr_scheduler_type=params.lr_scheduler_type,
-        warmup_steps=params.warmup_ratio, per_device_train_batch_size=params.per_device_train_batch_size,
-        gradient_accumulation_steps=params.gradient_accumulation_steps, weight_decay=params.weight_decay,
-        max_grad_norm=params.max_grad_norm, max_length=params.max_length, truncation_mode="keep_start",
-        packing=False, assistant_only_loss=True,
-    ))
-    trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
-                         callbacks=[dvclive_callback(metrics_dir)])
     with timer.phase("train"):
-        try:
-            result = trainer.train()
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        trainer, result = _fit(model, dataset, tokenizer, params, metrics_dir, stage=stage,
+                               epochs=params.num_train_epochs, batch_size=params.per_device_train_batch_size,
+                               accumulation=params.gradient_accumulation_steps, max_length=params.max_length,
+                               learning_rate=params.learning_rate, step_offset=window_steps)
     after = _trained_state(trainer.model, params.full_finetune)
     changed = sum(not after[k].equal(before[k]) for k in before)
     with timer.phase("save"):
@@ -236,6 +292,16 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         "tokens_per_s": round(trained_tokens / train_s, 1) if train_s else None,
         "adapter_tensors_changed": changed, "adapter_tensors": len(before),
     }
+    if params.window_epochs > 0:
+        window_losses = [h["loss"] for h in window_log if "loss" in h]
+        window_tokens = max([h.get("num_tokens", 0) for h in window_log] or [0])
+        metrics["windows"] = {
+            "examples": len(windows), "steps": window_steps, "epochs": params.window_epochs,
+            "tokens": sum(len(w["input_ids"]) for w in windows),
+            "first_loss": window_losses[0] if window_losses else None,
+            "last_loss": window_losses[-1] if window_losses else None,
+            "tokens_per_s": round(window_tokens / timer.phases["windows"], 1) if timer.phases["windows"] else None,
+        }
     write_stage_metrics(metrics_dir / "train.json", stage, timer, **metrics)
     plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", f"{stage}: training curves")
     return metrics

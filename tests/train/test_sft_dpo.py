@@ -231,3 +231,37 @@ def test_full_finetune_saves_a_full_model_that_is_the_base_of_later_adapters(tin
     with pytest.raises(ValueError, match="init_adapter"):
         train_sft(tiny_model_dir, tmp_path / "x", small_sft(demos_file, full_finetune=True),
                   metrics_dir=tmp_path / "xm", init_adapter=tmp_path / "sft")
+
+
+def test_context_windows_keep_each_assistant_turn_and_at_most_n_tokens_before_it(tiny_model_dir):
+    from termagent.train.sft import context_windows
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    full = tokenizer.apply_chat_template(CONVERSATION, tokenize=True, return_dict=True,
+                                         return_assistant_tokens_mask=True)
+    windows = context_windows(tokenizer, [CONVERSATION], context=8)
+    assert len(windows) == 2  # one per assistant turn
+    text = tokenizer.decode(full["input_ids"])
+    for window, reply in zip(windows, (REPLY_1, REPLY_2)):
+        mask = window["assistant_masks"]
+        assert len(window["input_ids"]) == len(mask) and mask.count(0) == 8  # exactly the 8 tokens before
+        target = tokenizer.decode([t for t, m in zip(window["input_ids"], mask) if m])
+        assert target == reply + "<|im_end|>"  # the loss is on this turn only, all of it
+        assert tokenizer.decode(window["input_ids"]) in text  # a contiguous slice of the conversation
+    # a context longer than the conversation keeps everything before the turn
+    first = context_windows(tokenizer, [CONVERSATION], context=10_000)[1]
+    assert first["input_ids"] == full["input_ids"][: len(first["input_ids"])]
+    assert sum(first["assistant_masks"]) == len(tokenizer(REPLY_2 + "<|im_end|>", add_special_tokens=False)["input_ids"])
+
+
+def test_window_phase_trains_first_and_its_curves_continue_into_the_conversations(tiny_model_dir, demos_file, tmp_path):
+    params = small_sft(demos_file, max_steps=2, window_epochs=1.0, window_context=16, window_batch_size=2,
+                       full_finetune=True, logging_steps=1)
+    metrics = train_sft(tiny_model_dir, tmp_path / "model", params, metrics_dir=tmp_path / "metrics")
+    assert metrics["windows"]["examples"] == 4 and metrics["windows"]["steps"] == 2
+    assert metrics["windows"]["first_loss"] is not None and metrics["global_steps"] == 2
+    # one series: the window steps 1-2, then the conversation steps shifted to 3-4
+    series = read_dvclive_series(tmp_path / "metrics")
+    assert [step for step, _ in series["loss"]] == [1, 2, 3, 4]
+    with pytest.raises(ValueError, match="window_batch_size"):
+        small_sft(demos_file, window_batch_size=0)
