@@ -36,13 +36,15 @@ from termagent import atomic
 from termagent.protocol import build_initial_messages, parse_response
 from termagent.rewards import RewardWeights, single_turn_reward
 from termagent.sandbox import GRADED_ERRORS, Sandbox, run_trial
+from termagent.sandbox.errors import SandboxError
 from termagent.tasks.model import Task
-from termagent.terminal import TerminalConfig, TmuxTerminal
+from termagent.terminal import TerminalConfig, TerminalError, TmuxTerminal
 
 log = logging.getLogger(__name__)
 
 AGENT_NAME = "grpo"  # container label and trial key of every rollout
 PROBE_NAME = "grpo-probe"
+PROBE_ATTEMPTS = 3  # a terminal screen is retried in a fresh container (infrastructure flakes)
 
 
 @dataclass(frozen=True)
@@ -160,12 +162,22 @@ class SingleTurnEnv:
                 todo.append(task)
 
         def probe(task: Task) -> tuple[str, str]:
-            with self.sandbox.trial(task, attempt=0, agent_name=PROBE_NAME) as trial:
-                terminal = TmuxTerminal(trial, self.terminal_config())
+            # A screen is infrastructure, not the model's doing: a flaky exec (seen once in ~400 probes on a
+            # loaded machine: an empty capture with exit 0) gets a fresh container, and only the third
+            # failure in a row stops the stage.
+            for attempt in range(PROBE_ATTEMPTS):
                 try:
-                    return task.id, terminal.start()
-                finally:
-                    terminal.close()
+                    with self.sandbox.trial(task, attempt=attempt, agent_name=PROBE_NAME) as trial:
+                        terminal = TmuxTerminal(trial, self.terminal_config())
+                        try:
+                            return task.id, terminal.start()
+                        finally:
+                            terminal.close()
+                except (TerminalError, SandboxError) as error:
+                    if attempt + 1 == PROBE_ATTEMPTS:
+                        raise
+                    log.warning("terminal screen of %s: %s; retrying in a fresh container", task.id, error)
+            raise AssertionError("unreachable")
 
         if todo:
             with Progress(disable=not progress) as bar, ThreadPoolExecutor(self.config.concurrency) as pool:
