@@ -114,7 +114,10 @@ def test_dvc_parses_the_h100_pipeline(scratch):
     assert EXPECTED_STAGES <= set(stages.stdout.split())
     status = run(scratch, "dvc", "status", "--json")
     assert status.returncode == 0, status.stderr
-    assert EXPECTED_STAGES <= set(json.loads(status.stdout))  # nothing reproduced in the scratch copy: all stale
+    # Nothing of the DVC cache is in the scratch copy and the profile changes their params: all stale, except
+    # `report`, whose inputs (the git-tracked eval metrics) and params the profile leaves as they are, so it is
+    # up to date until the evals it reads rerun.
+    assert EXPECTED_STAGES - {"report"} <= set(json.loads(status.stdout))
 
 
 def test_dvc_sees_every_key_the_profile_changes(scratch):
