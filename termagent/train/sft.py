@@ -229,6 +229,14 @@ def _fit(model, dataset, tokenizer, params: SFTParams, metrics_dir: Path, *, sta
     return trainer, result
 
 
+def _run_summary(log_history: list[dict], seconds: float) -> dict[str, Any]:
+    """First and last logged loss and trained tokens per second of one trainer run."""
+    losses = [h["loss"] for h in log_history if "loss" in h]
+    tokens = max([h.get("num_tokens", 0) for h in log_history] or [0])
+    return {"first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
+            "tokens_per_s": round(tokens / seconds, 1) if seconds else None}
+
+
 def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, metrics_dir: str | Path,
               stage: str = "sft", curves_png: str | Path | None = None, init_adapter: str | Path | None = None,
               conversations: list[list[dict]] | None = None) -> dict[str, Any]:
@@ -257,7 +265,7 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
             model = get_peft_model(model, params.lora.to_peft())
         data_stats = assistant_token_fraction(tokenizer, conversations, params.max_length)
         before = _trained_state(model, params.full_finetune)
-    window_steps = 0
+    window_steps, window_metrics = 0, None
     if params.window_epochs > 0:
         with timer.phase("load"):
             windows = context_windows(tokenizer, conversations, params.window_context)
@@ -267,7 +275,9 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
                               accumulation=1, max_length=params.window_context + params.max_length,
                               learning_rate=params.window_learning_rate or params.learning_rate)
         model, window_steps = trainer.model, trainer.state.global_step
-        window_log = trainer.state.log_history
+        window_metrics = {"examples": len(windows), "steps": window_steps, "epochs": params.window_epochs,
+                          "tokens": sum(len(w["input_ids"]) for w in windows),
+                          **_run_summary(trainer.state.log_history, timer.phases["windows"])}
     dataset = Dataset.from_list([{"messages": c} for c in conversations])
     with timer.phase("train"):
         trainer, result = _fit(model, dataset, tokenizer, params, metrics_dir, stage=stage,
@@ -280,28 +290,14 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         manifest = {"stage": stage, "base": str(base_dir), "init_adapter": str(init_adapter) if init_adapter else None,
                     "params": asdict(params), "datasets": counts}
         save_adapter(trainer.model, tokenizer, out_dir, manifest=manifest)
-    train_s = timer.phases["train"]
-    epochs = result.metrics.get("epoch", params.num_train_epochs)
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    trained_tokens = max([h.get("num_tokens", 0) for h in trainer.state.log_history] or [0])
     metrics = {
         "n_conversations": len(conversations), "datasets": counts, **data_stats,
-        "global_steps": trainer.state.global_step, "epochs": epochs,
-        "train_loss": result.training_loss, "first_loss": losses[0] if losses else None,
-        "last_loss": losses[-1] if losses else None,
-        "tokens_per_s": round(trained_tokens / train_s, 1) if train_s else None,
+        "global_steps": trainer.state.global_step, "epochs": result.metrics.get("epoch", params.num_train_epochs),
+        "train_loss": result.training_loss, **_run_summary(trainer.state.log_history, timer.phases["train"]),
         "adapter_tensors_changed": changed, "adapter_tensors": len(before),
     }
-    if params.window_epochs > 0:
-        window_losses = [h["loss"] for h in window_log if "loss" in h]
-        window_tokens = max([h.get("num_tokens", 0) for h in window_log] or [0])
-        metrics["windows"] = {
-            "examples": len(windows), "steps": window_steps, "epochs": params.window_epochs,
-            "tokens": sum(len(w["input_ids"]) for w in windows),
-            "first_loss": window_losses[0] if window_losses else None,
-            "last_loss": window_losses[-1] if window_losses else None,
-            "tokens_per_s": round(window_tokens / timer.phases["windows"], 1) if timer.phases["windows"] else None,
-        }
+    if window_metrics is not None:
+        metrics["windows"] = window_metrics
     write_stage_metrics(metrics_dir / "train.json", stage, timer, **metrics)
     plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", f"{stage}: training curves")
     return metrics

@@ -161,23 +161,24 @@ class SingleTurnEnv:
             else:
                 todo.append(task)
 
+        def probe_once(task: Task, attempt: int) -> tuple[str, str]:
+            with self.sandbox.trial(task, attempt=attempt, agent_name=PROBE_NAME) as trial:
+                terminal = TmuxTerminal(trial, self.terminal_config())
+                try:
+                    return task.id, terminal.start()
+                finally:
+                    terminal.close()
+
         def probe(task: Task) -> tuple[str, str]:
             # A screen is infrastructure, not the model's doing: a flaky exec (seen once in ~400 probes on a
-            # loaded machine: an empty capture with exit 0) gets a fresh container, and only the third
-            # failure in a row stops the stage.
-            for attempt in range(PROBE_ATTEMPTS):
+            # loaded machine: an empty capture with exit 0) gets a fresh container; the last attempt's
+            # failure stops the stage.
+            for attempt in range(PROBE_ATTEMPTS - 1):
                 try:
-                    with self.sandbox.trial(task, attempt=attempt, agent_name=PROBE_NAME) as trial:
-                        terminal = TmuxTerminal(trial, self.terminal_config())
-                        try:
-                            return task.id, terminal.start()
-                        finally:
-                            terminal.close()
+                    return probe_once(task, attempt)
                 except (TerminalError, SandboxError) as error:
-                    if attempt + 1 == PROBE_ATTEMPTS:
-                        raise
                     log.warning("terminal screen of %s: %s; retrying in a fresh container", task.id, error)
-            raise AssertionError("unreachable")
+            return probe_once(task, PROBE_ATTEMPTS - 1)
 
         if todo:
             with Progress(disable=not progress) as bar, ThreadPoolExecutor(self.config.concurrency) as pool:

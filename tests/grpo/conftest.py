@@ -9,20 +9,15 @@ parses, so every reward would be 0 and no weight could move)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from termagent.tasks.load import load_task
 from termagent.train.warmup import write_start
+from tests.sandbox.conftest import PYTEST_TEST_SH, write_harbor_task
 
-TEST_SH = """\
-#!/bin/bash
-mkdir -p /logs/verifier
-python3 -m pytest -q -rA -p no:cacheprovider /tests/test_outputs.py
-if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
-"""
+TEST_SH = PYTEST_TEST_SH  # pytest grades, reward.txt 1 or 0
 
 # Two tests: a reply that writes the wrong text gets exactly half the verifier credit.
 TWO_TESTS = """\
@@ -49,35 +44,10 @@ def compact_reply(keystrokes: str) -> str:
 
 
 def write_task(root: Path, name: str, image: str, *, word: str = "hello", test_sh: str = TEST_SH) -> Path:
-    d = root / name
-    (d / "tests").mkdir(parents=True)
-    (d / "environment").mkdir()
-    (d / "task.toml").write_text(textwrap.dedent(f"""\
-        version = "1.0"
-
-        [metadata]
-        difficulty = "easy"
-        category = "file_ops"
-        tags = ["file_ops"]
-
-        [agent]
-        timeout_sec = 60
-
-        [verifier]
-        timeout_sec = 60
-
-        [environment]
-        cpus = 1
-        memory_mb = 256
-        network_mode = "no-network"
-        docker_image = "{image}"
-        """))
-    (d / "instruction.md").write_text(f"Write the word {word} into /tmp/out.txt.\n")
-    (d / "tests" / "test.sh").write_text(test_sh)
-    (d / "tests" / "test_outputs.py").write_text(TWO_TESTS.format(word=word))
-    (d / "solution").mkdir()
-    (d / "solution" / "solve.sh").write_text(f"#!/bin/bash\necho {word} > /tmp/out.txt\n")
-    return d
+    return write_harbor_task(root, name, docker_image=image, test_sh=test_sh,
+                             instruction=f"Write the word {word} into /tmp/out.txt.\n",
+                             tests={"test_outputs.py": TWO_TESTS.format(word=word)},
+                             solve_sh=f"#!/bin/bash\necho {word} > /tmp/out.txt\n")
 
 
 @pytest.fixture(scope="session")

@@ -33,47 +33,55 @@ def sandbox(base_image, docker_client):
                    client=docker_client)
 
 
+def write_harbor_task(root: Path, name: str, *, instruction: str | None = None, test_sh: str = PYTEST_TEST_SH,
+                      tests: dict[str, str] | None = None, solve_sh: str | None = "#!/bin/bash\ntrue\n",
+                      dockerfile: str | None = None, docker_image: str | None = None, agent_timeout: float = 60,
+                      verifier_timeout: float = 60, memory_mb: int = 256, network: str = "no-network",
+                      extra_toml: str = "") -> Path:
+    """root/name in Harbor's layout: task.toml, instruction.md, environment/ (a Dockerfile, or none with
+    [environment].docker_image), tests/test.sh (+ `tests` files), solution/solve.sh. Returns the directory."""
+    task = root / name
+    (task / "tests").mkdir(parents=True)
+    (task / "environment").mkdir()
+    image_line = f'docker_image = "{docker_image}"\n' if docker_image else ""
+    (task / "task.toml").write_text(textwrap.dedent(f"""\
+        version = "1.0"
+
+        [metadata]
+        difficulty = "easy"
+        category = "file_ops"
+        tags = ["file_ops"]
+
+        [agent]
+        timeout_sec = {agent_timeout}
+
+        [verifier]
+        timeout_sec = {verifier_timeout}
+
+        [environment]
+        cpus = 1
+        memory_mb = {memory_mb}
+        network_mode = "{network}"
+        """) + image_line + extra_toml)
+    (task / "instruction.md").write_text(instruction or f"Fixture task {name}.\n")
+    if dockerfile:
+        (task / "environment" / "Dockerfile").write_text(dockerfile)
+    (task / "tests" / "test.sh").write_text(test_sh)
+    for file, text in (tests or {}).items():
+        (task / "tests" / file).write_text(text)
+    if solve_sh is not None:
+        (task / "solution").mkdir()
+        (task / "solution" / "solve.sh").write_text(solve_sh)
+    return task
+
+
 @pytest.fixture
 def make_task(tmp_path, base_image):
     """make_task(name, test_sh=..., tests={file: text}, solve_sh=..., dockerfile=None, **task.toml values)
     -> Task. Without a dockerfile the task runs on the base image directly ([environment].docker_image)."""
 
-    def make(name: str = "t", *, test_sh: str = PYTEST_TEST_SH, tests: dict[str, str] | None = None,
-             solve_sh: str | None = "#!/bin/bash\ntrue\n", dockerfile: str | None = None,
-             agent_timeout: float = 60, verifier_timeout: float = 60, memory_mb: int = 256,
-             network: str = "no-network", extra_toml: str = "") -> Task:
-        root = tmp_path / name
-        (root / "tests").mkdir(parents=True)
-        (root / "environment").mkdir()
-        image_line = "" if dockerfile else f'docker_image = "{base_image.tag}"\n'
-        (root / "task.toml").write_text(textwrap.dedent(f"""\
-            version = "1.0"
-
-            [metadata]
-            difficulty = "easy"
-            category = "file_ops"
-            tags = ["file_ops"]
-
-            [agent]
-            timeout_sec = {agent_timeout}
-
-            [verifier]
-            timeout_sec = {verifier_timeout}
-
-            [environment]
-            cpus = 1
-            memory_mb = {memory_mb}
-            network_mode = "{network}"
-            """) + image_line + extra_toml)
-        (root / "instruction.md").write_text(f"Fixture task {name}.\n")
-        if dockerfile:
-            (root / "environment" / "Dockerfile").write_text(dockerfile)
-        (root / "tests" / "test.sh").write_text(test_sh)
-        for file, text in (tests or {}).items():
-            (root / "tests" / file).write_text(text)
-        if solve_sh is not None:
-            (root / "solution").mkdir()
-            (root / "solution" / "solve.sh").write_text(solve_sh)
-        return load_task(root)
+    def make(name: str = "t", *, dockerfile: str | None = None, **kwargs) -> Task:
+        return load_task(write_harbor_task(tmp_path, name, dockerfile=dockerfile,
+                                           docker_image=None if dockerfile else base_image.tag, **kwargs))
 
     return make

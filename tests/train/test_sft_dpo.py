@@ -265,3 +265,19 @@ def test_window_phase_trains_first_and_its_curves_continue_into_the_conversation
     assert [step for step, _ in series["loss"]] == [1, 2, 3, 4]
     with pytest.raises(ValueError, match="window_batch_size"):
         small_sft(demos_file, window_batch_size=0)
+
+
+def test_window_batches_carry_loss_on_their_turn_only(tiny_model_dir, demos_file, tmp_path):
+    """What reaches the loss in the window phase: the labels TRL builds from the windows' masks."""
+    from datasets import Dataset
+
+    from termagent.train.sft import _fit, context_windows
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    windows = context_windows(tokenizer, [CONVERSATION], context=8)
+    trainer, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
+                      small_sft(demos_file, max_steps=1, full_finetune=True), tmp_path, stage="test", epochs=1.0,
+                      batch_size=2, accumulation=1, max_length=1024, learning_rate=1e-3)
+    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
+    for labels, reply in zip(batch["labels"], (REPLY_1, REPLY_2)):
+        assert tokenizer.decode(labels[labels != -100].tolist()) == reply + "<|im_end|>"
