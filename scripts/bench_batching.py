@@ -5,8 +5,11 @@
 Both modes run the same eval: the tasks of split eval.split (eval.max_tasks) x eval.attempts, the agent:
 section's episode loop, models/base in-process, `--concurrency` trials at once (default 8). The only
 difference is how the concurrent episodes share the model:
-  serialised  SerializedPolicy: one generate call at a time (what base_eval did before)
-  batched     BatchingPolicy: the pending calls of concurrent episodes run as one batched forward
+  serialised  SerializedPolicy over `generate`: one call at a time, every prompt prefilled whole
+  cached      SerializedPolicy over the prefix-cached decoder (termagent.policy.kv): one call at a time,
+              each episode's keys/values kept between its calls
+  batched     BatchingPolicy over the prefix-cached decoder: the pending calls of concurrent episodes
+              decode as one batch (what base_eval runs with eval.batched + eval.prefix_cache)
 Measured per mode: wall time of run_local_eval (containers, terminals and verifiers included), trials/min,
 generated tokens/s (completion tokens the backend generated / wall, counted at the backend so that trials
 killed by their agent timeout count too), agent timeouts, and for batched the mean rows per batch.
@@ -40,7 +43,7 @@ from termagent.tasks.index import tasks_in_split
 
 def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: str, attempts: int,
              concurrency: int) -> dict:
-    backend = make_policy(policy_spec(model))
+    backend = make_policy(policy_spec(model, prefix_cache=0 if mode == "serialised" else 2 * concurrency))
     generated = count_generated_tokens(backend)
     policy = BatchingPolicy(backend) if mode == "batched" else SerializedPolicy(backend)
     config = sandbox_params.sandbox_config(image)
@@ -58,6 +61,9 @@ def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: 
               "turns_recorded": sum(t.get("n_turns") or 0 for t in trajectories),
               "agent_timeouts": errors.count("AgentTimeoutError"), "errors": sum(1 for e in errors if e),
               "infra_failures": sum(1 for t in trajectories if t.get("reward") is None)}
+    if backend.prefix_cache:
+        kv = backend._decoder.stats
+        result.update(prefill_tokens=kv["prefill_tokens"], cached_prompt_tokens=kv["cached_tokens"])
     if mode == "batched":
         stats = policy.stats
         result.update(batches=stats["batches"], mean_rows_per_batch=round(stats["rows"] / max(1, stats["batches"]), 2),
@@ -89,8 +95,10 @@ def count_generated_tokens(backend) -> dict:
 @click.option("--attempts", type=int, default=None, help="Default: eval.attempts.")
 @click.option("--max-tasks", type=int, default=None, help="Default: eval.max_tasks (0: the whole split).")
 @click.option("--repeats", default=1, show_default=True)
+@click.option("--modes", default="serialised,cached,batched", show_default=True,
+              help="Comma-separated; the speed-ups are against the first.")
 def main(out: Path, model: str, params_file: str, concurrency: int, attempts: int | None, max_tasks: int | None,
-         repeats: int) -> None:
+         repeats: int, modes: str) -> None:
     params = load_params(params_file)
     eval_cfg = section(params, "eval", EvalConfig, file=params_file)
     agent_cfg = section(params, "agent", AgentConfig, file=params_file)
@@ -100,9 +108,12 @@ def main(out: Path, model: str, params_file: str, concurrency: int, attempts: in
     tasks = sorted(tasks_in_split("data/tasks.json", eval_cfg.split), key=lambda t: t.id)
     tasks = tasks[:max_tasks] if max_tasks else tasks
     image = json.loads(Path("data/image.json").read_text())["image"]
-    runs: dict[str, list[dict]] = {"serialised": [], "batched": []}
+    order = [m.strip() for m in modes.split(",") if m.strip()]
+    if not order or set(order) - {"serialised", "cached", "batched"}:
+        raise click.BadParameter(f"--modes: {modes!r} (choose from serialised, cached, batched)")
+    runs: dict[str, list[dict]] = {mode: [] for mode in order}
     for repeat in range(repeats):
-        for mode in ("serialised", "batched"):
+        for mode in order:
             t0 = time.monotonic()
             click.echo(f"[{repeat + 1}/{repeats}] {mode}: {len(tasks)} tasks x {attempts}, concurrency {concurrency}")
             runs[mode].append(run_mode(mode, model=model, tasks=tasks, agent_cfg=agent_cfg,
@@ -113,8 +124,8 @@ def main(out: Path, model: str, params_file: str, concurrency: int, attempts: in
     def median(mode: str, key: str) -> float:
         return statistics.median(r[key] for r in runs[mode])
 
-    speedup = {key: round(median("batched", key) / median("serialised", key), 2)
-               for key in ("trials_per_min", "tokens_per_s")}
+    speedup = {mode: {key: round(median(mode, key) / median(order[0], key), 2)
+                      for key in ("trials_per_min", "tokens_per_s")} for mode in order[1:]}
     report = {
         "command": "python scripts/bench_batching.py " + " ".join(sys.argv[1:]),
         "protocol": {"model": model, "split": eval_cfg.split, "tasks": len(tasks), "attempts": attempts,
@@ -122,11 +133,13 @@ def main(out: Path, model: str, params_file: str, concurrency: int, attempts: in
         "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version()},
         "runs": runs,
         "median": {mode: {k: median(mode, k) for k in ("wall_s", "trials_per_min", "tokens_per_s")} for mode in runs},
+        "speedup_vs": order[0],
         "speedup": speedup,
         "target_speedup": 2.5,
     }
     atomic.write_json(out, report)
-    click.echo(f"{out}: speed-up trials/min x{speedup['trials_per_min']}, tokens/s x{speedup['tokens_per_s']}")
+    for mode, up in speedup.items():
+        click.echo(f"{out}: {mode} vs {order[0]}: trials/min x{up['trials_per_min']}, tokens/s x{up['tokens_per_s']}")
 
 
 if __name__ == "__main__":

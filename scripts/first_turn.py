@@ -22,6 +22,7 @@ from termagent.params import load_params, section
 from termagent.policy.hf import HFPolicy
 from termagent.protocol import parse_response, render_initial_prompt
 from termagent.tasks.index import tasks_in_split
+from termagent.train.augment import entity_names
 
 FRESH_SCREEN = "root@sandbox:/app#"  # what the tmux pane shows before the first command
 
@@ -50,7 +51,13 @@ def main(base, adapter, split, n_tasks, samples, params_file, tasks_index, seed,
     rows = []
     for index, gen in enumerate(gens):
         parsed = parse_response(gen.text)
-        rows.append({"task_id": tasks[index // samples].id, "valid": bool(parsed.ok),
+        task = tasks[index // samples]
+        keys = "".join(c.keystrokes for c in parsed.response.commands) if parsed.ok else ""
+        # Copying from the task text: the generated families' names (word_NN stems, pool words) the
+        # keystrokes use, and how many of them the instruction holds.
+        typed, given = entity_names(keys), entity_names(task.instruction)
+        rows.append({"task_id": task.id, "valid": bool(parsed.ok), "names_typed": sorted(typed),
+                     "names_given": sorted(given), "names_copied": len(typed & given),
                      "strict": bool(parsed.ok and not parsed.fixes), "finish_reason": gen.finish_reason,
                      "completion_tokens": gen.completion_tokens, "errors": parsed.errors[:2], "text": gen.text[:400]})
     n = len(rows)
@@ -58,6 +65,13 @@ def main(base, adapter, split, n_tasks, samples, params_file, tasks_index, seed,
                "temperature": agent.temperature, "max_tokens": agent.max_output_tokens,
                "valid_json": round(sum(r["valid"] for r in rows) / n, 3),
                "valid_json_strict": round(sum(r["strict"] for r in rows) / n, 3),
+               # of the names the keystrokes typed, the share the instruction holds (None: no name typed)
+               "names_from_task": (round(sum(r["names_copied"] for r in rows)
+                                         / max(1, sum(len(r["names_typed"]) for r in rows)), 3)
+                                   if any(r["names_typed"] for r in rows) else None),
+               # replies whose keystrokes type every name of the instruction (families with names only)
+               "all_names_typed": round(sum(r["names_copied"] == len(r["names_given"]) > 0 for r in rows)
+                                        / max(1, sum(bool(r["names_given"]) for r in rows)), 3),
                "stopped": round(sum(r["finish_reason"] == "stop" for r in rows) / n, 3),
                "generate_s": round(wall, 1), "rows": rows}
     if out:

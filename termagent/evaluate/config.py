@@ -37,6 +37,10 @@ class EvalConfig:
     concurrency: int = 2
     max_tasks: int = 0  # 0: every task of the split
     policy: Literal["hf", "serve"] = "hf"
+    # policy hf: concurrent trials' calls run as one batch (termagent.policy.batching), and each episode's
+    # keys/values are kept between its calls (the last `prefix_cache` sequences; 0: off, termagent.policy.kv)
+    batched: bool = True
+    prefix_cache: int = 16
     harbor: HarborSection = field(default_factory=HarborSection)
     tb1: TB1Section = field(default_factory=TB1Section)
 
@@ -53,6 +57,8 @@ class EvalConfig:
             raise ValueError(f"eval.concurrency must be >= 1, got {self.concurrency}")
         if self.max_tasks < 0:
             raise ValueError(f"eval.max_tasks must be >= 0, got {self.max_tasks}")
+        if self.prefix_cache < 0:
+            raise ValueError(f"eval.prefix_cache must be >= 0, got {self.prefix_cache}")
 
 
 @dataclass(frozen=True)

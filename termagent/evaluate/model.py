@@ -70,7 +70,8 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
             # The served model's own tokenizer counts the context (never a guess).
             policy = make_policy(f"openai:{url}", tokenizer=str(base))
         else:
-            policy = shared_policy(make_policy(policy_spec(model)), cfg.concurrency)
+            policy = shared_policy(make_policy(policy_spec(model, prefix_cache=cfg.prefix_cache)), cfg.concurrency,
+                                   batched=cfg.batched)
         stack.callback(policy.close)
         agent = TerminusAgent(policy, agent_cfg)
         log(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")

@@ -163,17 +163,18 @@ def model_dirs(model: str, models_dir: Path = Path("models")) -> tuple[Path, Pat
     return base, target
 
 
-def policy_spec(model: str, models_dir: Path = Path("models")) -> str:
-    """The in-process policy spec for a model name: hf:models/base[,adapter=models/<name>]."""
+def policy_spec(model: str, models_dir: Path = Path("models"), *, prefix_cache: int = 0) -> str:
+    """The in-process policy spec for a model name: hf:models/base[,adapter=models/<name>][,prefix_cache=N]."""
     base, adapter = model_dirs(model, models_dir)
-    return f"hf:{base}" + (f",adapter={adapter}" if adapter else "")
+    return (f"hf:{base}" + (f",adapter={adapter}" if adapter else "")
+            + (f",prefix_cache={prefix_cache}" if prefix_cache else ""))
 
 
 def shared_policy(policy, concurrency: int, *, batched: bool = False):
     """The in-process policy that `concurrency` trials share: one call at a time (SerializedPolicy), or with
-    batched=True their pending calls coalesced into one forward (BatchingPolicy). Off by default: measured on
-    the 2-core CPU at base_eval's protocol (metrics/bench_batching.json) batching was slower, because every
-    call re-prefills a multi-thousand-token prompt and a padded batch loses the fast causal attention path."""
+    batched=True their pending calls coalesced into one batch (BatchingPolicy). Batch over a prefix-cached
+    backend (`prefix_cache`): over plain `generate` every call re-prefills its whole padded prompt, which
+    measured slower than serialising on the 2-core CPU (metrics/bench_batching.json)."""
     if batched and concurrency > 1 and callable(getattr(policy, "generate_ids", None)):
         from termagent.policy.batching import BatchingPolicy
 

@@ -4,10 +4,10 @@ Concurrent trials (eval at `concurrency > 1`, a group of multi-turn RL rollouts)
 episode loop on their own thread. Serialising their `generate` calls (one at a time) leaves the model
 working on batches of one while the others wait; on a CPU a decoding step of a small model costs about
 the same for one row as for eight, so that wastes most of the machine. `BatchingPolicy` queues every
-call and a single worker thread runs the pending ones as one left-padded batch. Measured caveat
-(metrics/bench_batching.json): at base_eval's protocol on the 2-core CPU it was slower than serialising,
-since each call re-prefills a long prompt and padded attention loses the fast causal path; it pays off
-where decoding dominates (short prompts, equal lengths: a GRPO group's first turn) or on a GPU.
+call and a single worker thread runs the pending ones as one batch. Over a backend with per-episode KV
+caches (`hf:...,prefix_cache=N`, termagent.policy.kv) each row prefills only its new tokens, alone, and the
+batch only decodes together: that is the fast path (metrics/bench_batching.json). Over plain `generate`
+every call re-prefills its whole left-padded prompt, which on a CPU was slower than serialising.
 
     policy = BatchingPolicy(make_policy("hf:models/base"))   # any policy with prompt_ids + generate_ids
     # ... hand `policy` to eight TerminusAgents running on eight threads ...
@@ -43,6 +43,7 @@ class _Call:
     result: list[Generation] | None = None
     error: BaseException | None = None
     arrived: float = field(default_factory=time.monotonic)
+    rows: list = field(default_factory=list)  # continuous mode: its rows of the running batch
 
 
 class BatchingPolicy(Policy):
@@ -64,6 +65,10 @@ class BatchingPolicy(Policy):
         # leads, so none starves).
         self.min_fill = float(min_fill)
         self.max_batch_tokens = int(max_batch_tokens)
+        if getattr(policy, "prefix_cache", 0) > 0:
+            # A backend with per-episode KV caches (HFPolicy prefix_cache) prefills each row alone and pads
+            # only the decode's cached keys: rows of any length batch well.
+            self.min_fill, self.max_batch_tokens = 0.0, 1 << 62
         self._queue: collections.deque[_Call] = collections.deque()
         self._cond = threading.Condition()
         self._tokenizer_lock = threading.Lock()
@@ -110,6 +115,8 @@ class BatchingPolicy(Policy):
         return call.result
 
     def _serve(self) -> None:
+        if getattr(self.policy, "decoder", None) is not None:
+            return self._serve_continuous()
         while True:
             with self._cond:
                 while not self._queue and not self._closed:
@@ -125,6 +132,77 @@ class BatchingPolicy(Policy):
                     self._cond.wait(left)
                 batch = self._take_batch()
             self._run(batch)
+
+    def _gather(self) -> None:
+        """The model is idle: give concurrent episodes a moment (from the oldest call's arrival) to join."""
+        deadline = self._queue[0].arrived + self.gather_s
+        while not self._closed and self._pending_rows() < self.max_batch:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self._cond.wait(left)
+
+    def _serve_continuous(self) -> None:
+        """Continuous batching over the prefix-cached decoder: a call arriving while others decode joins the
+        running batch at the next token (prefilled alone from its episode's cache) instead of waiting for the
+        batch to end; a row that ends leaves it at once. Unseeded calls with one (temperature, top_p) share the
+        batch, each with its own max_tokens; a seeded call runs as a batch of its own when the model is idle
+        (its sample then depends on nothing else)."""
+        from termagent.policy.kv import DecodeBatch
+
+        decoder = self.policy.decoder
+        batch, sampling = DecodeBatch(), None
+        while True:
+            with self._cond:
+                while not self._queue and not batch.rows and not self._closed:
+                    self._cond.wait()
+                if not self._queue and not batch.rows:
+                    return  # closed and drained
+                joining: list[_Call] = []
+                alone = None
+                if not batch.rows and self._queue:
+                    self._gather()
+                    if self._queue[0].key[3] is not None:  # seeded: alone, reproducible
+                        alone = self._queue.popleft()
+                    else:
+                        sampling = self._queue[0].key[1:3]
+                        self.stats.update(batches=1)
+                if alone is None:
+                    room = self.max_batch - len(batch.rows)
+                    keep: collections.deque[_Call] = collections.deque()
+                    for call in self._queue:
+                        if call.key[3] is None and call.key[1:3] == sampling and len(call.prompts) <= room:
+                            joining.append(call)
+                            room -= len(call.prompts)
+                        else:
+                            keep.append(call)
+                    self._queue = keep
+            if alone is not None:
+                self._run([alone])
+                continue
+            for call in joining:
+                try:
+                    call.rows = decoder.join(batch, call.prompts, call.key[0], tag=call)
+                except BaseException as error:  # noqa: BLE001 (this caller's prompt; the batch goes on)
+                    call.error = error
+                    call.done.set()
+                    continue
+                self.stats.update(rows=len(call.prompts), joined_running=len(call.prompts) * (
+                    len(batch.rows) > len(call.prompts)))
+            self.stats["max_rows"] = max(self.stats["max_rows"], len(batch.rows))
+            try:
+                finished = decoder.step(batch, sampling[0], sampling[1])
+            except BaseException as error:  # noqa: BLE001 (handed to every caller in the batch)
+                for call in {id(r.tag): r.tag for r in batch.rows}.values():
+                    call.error = error
+                    call.done.set()
+                batch.reset()
+                continue
+            for row in finished:
+                call = row.tag
+                if all(r.ids and (r.stopped or len(r.ids) >= r.max_tokens) for r in call.rows):
+                    call.result = [self.policy.to_generation(r.prompt, r.decoded()) for r in call.rows]
+                    call.done.set()
 
     def _pending_rows(self) -> int:
         key = self._queue[0].key

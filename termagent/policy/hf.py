@@ -1,7 +1,10 @@
 """In-process transformers generation (+ an optional PEFT adapter): the backend that returns token
 ids and logprobs, so RL can train on exactly the tokens that were sampled.
 
-Spec: `hf:MODEL_DIR[,adapter=ADAPTER_DIR][,context_limit=N][,device=cpu][,max_batch=8]`.
+Spec: `hf:MODEL_DIR[,adapter=ADAPTER_DIR][,context_limit=N][,device=cpu][,max_batch=8][,prefix_cache=16]`.
+`prefix_cache=N` (N > 0) decodes through `termagent.policy.kv.CachedDecoder`: the keys/values of the last N
+sequences are kept, so an episode's next call only prefills its new tokens, and a batch decodes without
+re-prefilling padded prompts. For fixed weights only (eval, demos); a training loop's model leaves it off.
 Logprobs are log softmax(logits / temperature) of the chosen tokens — the quantity TRL recomputes
 for the importance ratio — taken from the raw logits, before top-p filtering.
 """
@@ -27,6 +30,7 @@ class HFPolicy(Policy):
         max_batch: int | str = 8,
         top_k: int | str = 0,  # 0: sample from the whole distribution (vLLM's default, TRL's assumption)
         name: str | None = None,
+        prefix_cache: int | str = 0,
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -59,6 +63,13 @@ class HFPolicy(Policy):
         eos = self.model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self.eos_ids = sorted({*eos, self.tokenizer.eos_token_id} - {None})
+        self.prefix_cache = int(prefix_cache)
+        self._decoder = None
+        if self.prefix_cache > 0:
+            from termagent.policy.kv import CachedDecoder
+
+            self._decoder = CachedDecoder(self.model, eos_ids=self.eos_ids, max_entries=self.prefix_cache,
+                                          top_k=self.top_k)
 
     @classmethod
     def from_model(cls, model, tokenizer, *, name: str = "policy", context_limit: int | None = None,
@@ -76,6 +87,7 @@ class HFPolicy(Policy):
         eos = model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self.eos_ids = sorted({*eos, self.tokenizer.eos_token_id} - {None})
+        self.prefix_cache, self._decoder = 0, None  # the weights change under a trainer: nothing is cached
         return self
 
     # -- tokens -----------------------------------------------------------------------------------
@@ -125,9 +137,31 @@ class HFPolicy(Policy):
                 results += self._generate_chunk(chunk, max_tokens, temperature, top_p)
         return results
 
+    @property
+    def decoder(self):
+        """The prefix-cached decoder (None without `prefix_cache`), its end tokens the policy's current ones."""
+        if self._decoder is not None:
+            self._decoder.eos_ids = set(self.eos_ids)
+        return self._decoder
+
+    def to_generation(self, prompt: list[int], decoded) -> Generation:
+        return Generation(
+            text=self.tokenizer.decode(decoded.ids, skip_special_tokens=True),
+            finish_reason="stop" if decoded.stopped else "length",
+            prompt_tokens=len(prompt), completion_tokens=len(decoded.ids),
+            prompt_ids=list(prompt), completion_ids=decoded.ids, logprobs=decoded.logprobs,
+        )
+
+    def _generate_cached(self, prompts: list[list[int]], max_tokens: int, temperature: float,
+                         top_p: float) -> list[Generation]:
+        decoded = self.decoder.generate(prompts, max_tokens=max_tokens, temperature=temperature, top_p=top_p)
+        return [self.to_generation(prompt, d) for prompt, d in zip(prompts, decoded)]
+
     @torch.no_grad()
     def _generate_chunk(self, prompts: list[list[int]], max_tokens: int, temperature: float,
                         top_p: float) -> list[Generation]:
+        if self._decoder is not None:
+            return self._generate_cached(prompts, max_tokens, temperature, top_p)
         pad_id = self.tokenizer.pad_token_id
         width = max(len(p) for p in prompts)
         # left padding: every row's last prompt token sits at the same position, where generation starts
@@ -173,3 +207,6 @@ class HFPolicy(Policy):
 
     def close(self) -> None:
         self.model = None
+        if self._decoder is not None:
+            self._decoder.clear()
+            self._decoder = None

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termagent.train.augment import with_renamed_copies
 from termagent.train.common import (
     LoraParams,
     StageTimer,
@@ -70,12 +71,18 @@ class SFTParams:
     window_context: int = 256
     window_batch_size: int = 16
     window_learning_rate: float | None = None  # None: learning_rate
+    # Renamed copies of each conversation (termagent.train.augment): the generated families' names replaced
+    # through a fresh random bijection per copy, so names can only be predicted by copying them from the
+    # task text. 0: off (real data, e.g. OpenThoughts, has no shared name pools).
+    rename_copies: int = 0
 
     def __post_init__(self):
         if not self.datasets:
             raise ValueError("datasets must list at least one JSONL path or hf_id@revision")
         if self.max_length < 16:
             raise ValueError(f"max_length must be >= 16, got {self.max_length}")
+        if self.rename_copies < 0:
+            raise ValueError(f"rename_copies must be >= 0, got {self.rename_copies}")
         if self.window_epochs < 0 or self.window_context < 0 or self.window_batch_size < 1:
             raise ValueError("window_epochs and window_context must be >= 0 and window_batch_size >= 1, got "
                              f"{self.window_epochs}, {self.window_context}, {self.window_batch_size}")
@@ -256,6 +263,9 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
             conversations = conversations[: params.max_examples]
         if not conversations:
             raise ValueError(f"sft: no training conversation in {params.datasets}")
+        if params.rename_copies:
+            counts = {**counts, "renamed_copies": params.rename_copies * len(conversations)}
+            conversations = with_renamed_copies(conversations, params.rename_copies, params.seed)
         tokenizer = load_tokenizer(base_dir, params.chat_template_path)
         check_chat_template(tokenizer)
         if params.full_finetune and init_adapter is not None:

@@ -1,0 +1,121 @@
+"""CachedDecoder (HFPolicy prefix_cache): the same tokens as `generate`, with the keys/values reused."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+
+from termagent.policy import make_policy
+from termagent.policy.batching import BatchingPolicy
+
+FIRST = [{"role": "user", "content": "Count the lines of every .log file under /var/log and sort them by size."}]
+SHORT = [{"role": "user", "content": "List the files in /app."}]
+MIDDLE = [{"role": "user", "content": "Make the script `/app/delta/nimbus_61.sh` executable, then run it."}]
+
+
+@pytest.fixture(scope="module")
+def plain(tiny_model_dir):
+    return make_policy(f"hf:{tiny_model_dir}")
+
+
+@pytest.fixture()
+def cached(tiny_model_dir):
+    return make_policy(f"hf:{tiny_model_dir},prefix_cache=8")
+
+
+def _same(a, b):
+    assert a.prompt_ids == b.prompt_ids
+    assert a.completion_ids == b.completion_ids
+    assert a.finish_reason == b.finish_reason and a.text == b.text
+    assert a.logprobs == pytest.approx(b.logprobs, abs=1e-4)
+
+
+def test_a_batch_of_different_lengths_decodes_the_greedy_tokens_of_generate(plain, cached):
+    batch = [FIRST, SHORT, MIDDLE]
+    for want, got in zip(plain.generate(batch, max_tokens=12, temperature=0.0),
+                         cached.generate(batch, max_tokens=12, temperature=0.0)):
+        _same(want, got)
+    assert cached._decoder.stats["cached_tokens"] == 0  # nothing was cached before
+
+
+def test_the_next_turn_reuses_the_cached_prefix_and_keeps_its_tokens(plain, cached):
+    [first] = cached.generate([FIRST], max_tokens=10, temperature=0.0)
+    second_turn = FIRST + [{"role": "assistant", "content": first.text},
+                           {"role": "user", "content": "New Terminal Output:\nroot@sandbox:/app# "}]
+    prompt = cached.prompt_ids(second_turn)
+    assert prompt[: len(first.prompt_ids)] == first.prompt_ids  # the conversation grows at its end
+    [got] = cached.generate([second_turn], max_tokens=10, temperature=0.0)
+    _same(plain.generate([second_turn], max_tokens=10, temperature=0.0)[0], got)
+    stats = cached._decoder.stats
+    # at least the whole first prompt came from the cache; only the new tokens were prefilled
+    assert stats["cached_tokens"] >= len(first.prompt_ids)
+    assert stats["prefill_tokens"] == len(first.prompt_ids) + len(prompt) - stats["cached_tokens"]
+
+
+def test_rows_that_end_early_leave_the_batch_and_the_others_keep_their_tokens(tiny_model_dir, plain):
+    cached = make_policy(f"hf:{tiny_model_dir},prefix_cache=8")
+    greedy = plain.generate([SHORT, MIDDLE], max_tokens=8, temperature=0.0)
+    # the third token SHORT's reply writes becomes an end-of-sequence token: that row stops there
+    eos = greedy[0].completion_ids[2]
+    plain_eos = make_policy(f"hf:{tiny_model_dir}")
+    plain_eos.eos_ids = cached.eos_ids = [eos]
+    want = plain_eos.generate([SHORT, MIDDLE], max_tokens=8, temperature=0.0)
+    got = cached.generate([SHORT, MIDDLE], max_tokens=8, temperature=0.0)
+    assert got[0].finish_reason == "stop" and got[0].completion_tokens <= 3
+    for w, g in zip(want, got):
+        _same(w, g)
+
+
+def test_sampled_tokens_carry_the_logprobs_a_forward_pass_gives_and_the_seed_repeats_them(cached):
+    a = cached.generate([FIRST, SHORT], max_tokens=8, temperature=1.0, seed=3)
+    b = cached.generate([FIRST, SHORT], max_tokens=8, temperature=1.0, seed=3)
+    assert [g.completion_ids for g in a] == [g.completion_ids for g in b]
+    for gen in a:
+        ids = torch.tensor([gen.prompt_ids + gen.completion_ids])
+        with torch.no_grad():
+            logits = cached.model(ids).logits[0, len(gen.prompt_ids) - 1 : -1]
+        expected = torch.log_softmax(logits, -1).gather(-1, torch.tensor(gen.completion_ids)[:, None])[:, 0]
+        assert torch.allclose(torch.tensor(gen.logprobs), expected, atol=1e-4)
+
+
+def test_concurrent_episodes_batch_over_the_cache_with_serial_greedy_tokens(plain, cached):
+    conversations = [FIRST, SHORT, MIDDLE]
+    serial = [plain.generate([m], max_tokens=10, temperature=0.0)[0] for m in conversations]
+    batching = BatchingPolicy(cached, max_batch=3, gather_s=30.0)  # lengths differ: the cache lifts min_fill
+    results = [None] * 3
+    barrier = threading.Barrier(3)
+
+    def work(i):
+        barrier.wait()
+        results[i] = batching.generate([conversations[i]], max_tokens=10, temperature=0.0)[0]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert batching.stats["batches"] == 1 and batching.stats["max_rows"] == 3
+    for want, got in zip(serial, results):
+        _same(want, got)
+
+
+def test_a_call_arriving_while_a_batch_decodes_joins_it_and_keeps_its_greedy_tokens(plain, cached):
+    batching = BatchingPolicy(cached, max_batch=4, gather_s=0.0)
+    long_reply = threading.Thread(target=lambda: results.__setitem__(0, batching.generate(
+        [FIRST], max_tokens=48, temperature=0.0)[0]))
+    results = [None, None]
+    long_reply.start()
+    results[1] = batching.generate([MIDDLE], max_tokens=12, temperature=0.0)[0]  # usually joins mid-batch
+    long_reply.join()
+    assert batching.stats["rows"] == 2
+    _same(plain.generate([FIRST], max_tokens=48, temperature=0.0)[0], results[0])
+    _same(plain.generate([MIDDLE], max_tokens=12, temperature=0.0)[0], results[1])
+
+
+def test_seeded_calls_are_reproducible_through_the_continuous_batcher(cached):
+    batching = BatchingPolicy(cached, max_batch=4, gather_s=0.0)
+    a = batching.generate([SHORT], max_tokens=8, temperature=1.0, seed=5)[0]
+    b = batching.generate([SHORT], max_tokens=8, temperature=1.0, seed=5)[0]
+    assert a.completion_ids == b.completion_ids
