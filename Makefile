@@ -53,7 +53,7 @@ bench-generated: setup
 	$(PY) scripts/bench_generated.py --out metrics/bench_generated.json
 
 bench-batching: setup
-	$(PY) scripts/bench_batching.py --out metrics/bench_batching.json
+	$(PY) scripts/bench_batching.py --out metrics/bench_batching.json --max-tasks 8 --attempts 1 --modes serialised,batched
 
 lint: setup
 	$(VENV)/bin/ruff check termagent stages tests scripts

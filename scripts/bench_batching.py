@@ -53,6 +53,8 @@ def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: 
                                               concurrency=concurrency, model=model, progress=False)
     # counted at the backend: a trial killed by its agent timeout returns no episode record, its tokens still count
     out_tokens, calls = generated["tokens"], generated["calls"]
+    if mode == "batched":  # continuous batching decodes through the cached decoder, not generate_ids
+        out_tokens, calls = policy.stats["completion_tokens"], policy.stats["rows"]
     errors = [(t.get("error") or {}).get("class") if isinstance(t.get("error"), dict) else t.get("error")
               for t in trajectories]
     result = {"wall_s": round(wall_s, 2), "trials": len(trajectories),
@@ -62,7 +64,7 @@ def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: 
               "agent_timeouts": errors.count("AgentTimeoutError"), "errors": sum(1 for e in errors if e),
               "infra_failures": sum(1 for t in trajectories if t.get("reward") is None)}
     if backend.prefix_cache:
-        kv = backend._decoder.stats
+        kv = backend.decoder.stats
         result.update(prefill_tokens=kv["prefill_tokens"], cached_prompt_tokens=kv["cached_tokens"])
     if mode == "batched":
         stats = policy.stats

@@ -63,7 +63,8 @@ SECTIONS: dict[str, str] = {
 # `section.key` -> why params.yaml (the embedded CPU profile) sets it away from the dataclass default.
 EMBEDDED_OVERRIDES: dict[str, str] = {
     "agent.max_turns": "CPU profile: the tiny model rarely ends a task; 8 turns keep base_eval within minutes",
-    "agent.max_output_tokens": "CPU profile: replies of the tiny model; 512 tokens keep CPU generation short",
+    "agent.max_output_tokens": "CPU profile: 98 % of the demos' replies fit 256 tokens (median 59); the random "
+                               "base model writes to the cap every turn, so the cap sets base_eval's cost",
     # The tiny random-init model learns the Terminus format only from many passes at a high rate on short
     # sequences; the dataclass keeps DESIGN.md §4's values for a real model.
     **{f"{stage}.{key}": "CPU profile: the tiny model needs many passes at a high rate on short sequences"

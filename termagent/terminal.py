@@ -19,6 +19,7 @@ plus one per capture, so a turn costs a few round trips whatever the output size
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -32,6 +33,8 @@ from termagent.protocol import MAX_DURATION_SEC, MAX_OUTPUT_BYTES, Command, is_t
 
 STATE_DIR = "/tmp/.termagent"
 _SEPARATOR = "@@termagent-capture@@"
+CAPTURE_ATTEMPTS = 3  # a capture that comes back empty is read again (it changes nothing)
+log = logging.getLogger(__name__)
 
 
 class TerminalError(RuntimeError):
@@ -183,9 +186,19 @@ class TmuxTerminal:
             f"tmux capture-pane -p -t {self.target}; echo {_SEPARATOR}; "
             f"set -- $info; tmux capture-pane -p -t {self.target} -S $(({mark} - $1)) -E $2"
         )
-        result = self.trial.exec(script, timeout=30)
-        if result.rc == 3 or _SEPARATOR not in result.output:
-            raise TerminalError(f"tmux capture failed (exit {result.rc}): {result.output[-1000:]}")
+        # Read-only, so safe to repeat: under load `docker exec` has returned an empty output with exit 0
+        # (twice in 258 oracle episodes at 6 containers on 2 cores,
+        # once in ~400 GRPO screen probes); a retry reads the same pane.
+        for attempt in range(CAPTURE_ATTEMPTS):
+            result = self.trial.exec(script, timeout=30)
+            if result.rc != 3 and _SEPARATOR in result.output:
+                break
+            if attempt + 1 < CAPTURE_ATTEMPTS:
+                log.warning("tmux capture came back empty or failed (exit %s): retrying", result.rc)
+                time.sleep(0.2 * (attempt + 1))
+        else:
+            raise TerminalError(f"tmux capture failed {CAPTURE_ATTEMPTS} times (last exit {result.rc}): "
+                                f"{result.output[-1000:]}")
         header, screen, since_mark = (result.output.split(f"{_SEPARATOR}\n", 2) + ["", ""])[:3]
         head_lines = header.splitlines()
         history, cursor_y, alternate = (int(x) for x in head_lines[0].split())

@@ -120,3 +120,27 @@ def test_multi_line_keystrokes_wait_for_every_line(terminal):
     busy = "for i in $(seq 1 300000); do :; done; echo second-$((40+2))"
     out = terminal.run([Command(f"echo first\n{busy}\n", 20.0)])
     assert "\nfirst\n" in out.text and "second-42" in out.text and out.rc == 0
+
+
+def test_a_capture_that_comes_back_empty_is_read_again(trial):
+    """`docker exec` under load has returned an empty output with exit 0; the read-only capture repeats."""
+    import dataclasses
+
+    term = TmuxTerminal(trial, TerminalConfig(session="flaky"))
+    term.start()
+    real_exec, dropped = trial.exec, []
+
+    def exec_dropping_one_capture(cmd, *args, **kwargs):
+        result = real_exec(cmd, *args, **kwargs)
+        if "capture-pane" in cmd and not dropped:
+            dropped.append(result)
+            return dataclasses.replace(result, output="")  # what the flake looked like
+        return result
+
+    trial.exec = exec_dropping_one_capture
+    try:
+        out = term.run([Command("echo again-$((20+1))\n", 5)])
+    finally:
+        trial.exec = real_exec
+    assert dropped and "again-21" in out.text
+    term.close()

@@ -200,6 +200,7 @@ class BatchingPolicy(Policy):
                 continue
             for row in finished:
                 call = row.tag
+                self.stats.update(completion_tokens=len(row.ids))
                 if all(r.ids and (r.stopped or len(r.ids) >= r.max_tokens) for r in call.rows):
                     call.result = [self.policy.to_generation(r.prompt, r.decoded()) for r in call.rows]
                     call.done.set()
@@ -238,7 +239,7 @@ class BatchingPolicy(Policy):
                 call.error = error
                 call.done.set()
             return
-        self.stats.update(batches=1, rows=len(prompts))
+        self.stats.update(batches=1, rows=len(prompts), completion_tokens=sum(g.completion_tokens for g in generations))
         self.stats["max_rows"] = max(self.stats["max_rows"], len(prompts))
         start = 0
         for call in batch:
