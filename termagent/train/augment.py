@@ -13,7 +13,10 @@ name whatever the task said), so the warmup and SFT train on renamed copies (`SF
 What a bijection keeps: every equality between names (the same file is the same file everywhere), counts
 (grep sees the same lines), which names differ. What it may change: alphabetical orders printed by `ls` or
 `sort` (the transcript keeps the order the original run printed). Words of the fixed protocol text (the
-system part of the first prompt) are never renamed, so the format the model learns is untouched.
+first message before its "Task:") are never renamed, so the format the model learns is untouched.
+
+Measured (issue 9): on the embedded warmup, renamed copies replaced the one memorised file name by random
+pool names, not by the task's; the random-init tiny model did not learn to copy (scripts/copy_probe.py).
 """
 
 from __future__ import annotations
@@ -22,32 +25,37 @@ import random
 import re
 from functools import lru_cache
 
+from termagent.names import CITIES, PEOPLE, WORDS
+
 NUMBERS = tuple(str(n) for n in range(10, 100))  # the `_NN` of `word_NN` stems (families.base.name)
 
 
-@lru_cache(maxsize=1)
-def _pools() -> tuple[tuple[str, ...], ...]:
-    from termagent.protocol import render_system_prompt
-    from termagent.tasks.families.base import CITIES, PEOPLE, WORDS
-
-    fixed = set(re.findall(r"[a-z]+", render_system_prompt().lower()))
-    return tuple(tuple(w for w in pool if w not in fixed) for pool in (WORDS, CITIES, PEOPLE))
+POOLS = (WORDS, CITIES, PEOPLE)
 
 
 @lru_cache(maxsize=1)
-def _pattern() -> re.Pattern:
-    words = sorted({w for pool in _pools() for w in pool}, key=len, reverse=True)
-    # A pool word not inside a longer identifier word (letters on either side), optionally with its `_NN`.
+def name_pattern() -> re.Pattern:
+    """A pool word not inside a longer identifier word (letters on either side), optionally with its `_NN`."""
+    words = sorted({w for pool in POOLS for w in pool}, key=len, reverse=True)
     return re.compile(r"(?<![A-Za-z])(" + "|".join(words) + r")(?:_(\d\d)(?!\d))?(?![A-Za-z])")
 
 
-def random_renaming(rng: random.Random) -> tuple[dict[str, str], dict[str, str]]:
-    """One bijection per pool of words, and one of the two-digit stem numbers."""
+def _fixed_words(conversation: list[dict]) -> set[str]:
+    """Words of the first message's fixed part (the protocol text before the task): never renamed."""
+    first = conversation[0]["content"] if conversation else ""
+    fixed = first.split("\nTask:\n", 1)[0] if "\nTask:\n" in first else ""
+    return set(re.findall(r"[a-z]+", fixed.lower()))
+
+
+def random_renaming(rng: random.Random, fixed: set[str] = frozenset()) -> tuple[dict[str, str], dict[str, str]]:
+    """One bijection per pool of words (the `fixed` ones map to themselves), and one of the stem numbers."""
     words: dict[str, str] = {}
-    for pool in _pools():
-        shuffled = list(pool)
+    for pool in POOLS:
+        movable = [w for w in pool if w not in fixed]
+        shuffled = list(movable)
         rng.shuffle(shuffled)
-        words.update(zip(pool, shuffled))
+        words.update(zip(movable, shuffled))
+        words.update((w, w) for w in pool if w in fixed)
     numbers = list(NUMBERS)
     rng.shuffle(numbers)
     return words, dict(zip(NUMBERS, numbers))
@@ -58,17 +66,17 @@ def rename_text(text: str, words: dict[str, str], numbers: dict[str, str]) -> st
         word, number = m.group(1), m.group(2)
         return words[word] + (f"_{numbers.get(number, number)}" if number is not None else "")
 
-    return _pattern().sub(sub, text)
+    return name_pattern().sub(sub, text)
 
 
 def entity_names(text: str) -> set[str]:
     """The pool names `text` mentions (`violet_21`, `basil`): what a renaming replaces."""
-    return {m.group(0) for m in _pattern().finditer(text)}
+    return {m.group(0) for m in name_pattern().finditer(text)}
 
 
 def rename_conversation(conversation: list[dict], rng: random.Random) -> list[dict]:
     """A copy of `conversation` with every pool name replaced through one random bijection."""
-    words, numbers = random_renaming(rng)
+    words, numbers = random_renaming(rng, _fixed_words(conversation))
     return [{**m, "content": rename_text(m["content"], words, numbers)} for m in conversation]
 
 

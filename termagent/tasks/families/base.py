@@ -22,6 +22,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from termagent.names import CITIES, EXTS, LEVELS, PEOPLE, WORDS  # noqa: F401 (the families import them from here)
+
 DIFFICULTIES = ("easy", "medium", "hard")
 # Most instances easy / medium, a minority hard (a tiny model must see learnable rungs).
 DIFFICULTY_WEIGHTS = (0.45, 0.4, 0.15)
@@ -139,17 +141,6 @@ def write_task(task_dir: Path, inst: Instance, *, family: str, difficulty: str, 
 
 # ---- shared vocabulary: instances draw their names and contents from these --------------------------
 
-WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
-         "kelp", "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "saffron", "tundra",
-         "umber", "violet", "willow", "xenon", "yarrow", "zephyr", "atlas", "breeze", "comet", "dune",
-         "falcon", "glacier", "hazel", "iris", "jasper", "koala", "lotus", "meadow", "nimbus", "orchid",
-         "pebble", "quill", "ripple", "sierra", "thistle", "urchin", "vortex", "walnut", "yonder", "zinnia")
-EXTS = ("txt", "log", "csv", "md", "conf", "dat", "json", "ini")
-CITIES = ("oslo", "lima", "kyoto", "cairo", "quito", "perth", "dakar", "hanoi", "porto", "riga",
-          "sofia", "tunis", "accra", "bern", "dublin", "malmo")
-PEOPLE = ("alice", "bruno", "chen", "dara", "emil", "farah", "gita", "hugo", "ines", "jonas", "kira",
-          "liam", "mona", "nils", "olga", "pablo", "qadir", "rosa", "sven", "tara", "ugo", "vera")
-LEVELS = ("INFO", "WARN", "ERROR", "DEBUG")
 
 
 def words(rng: random.Random, k: int, pool: tuple[str, ...] = WORDS) -> list[str]:
