@@ -123,13 +123,7 @@ class BatchingPolicy(Policy):
                     self._cond.wait()
                 if not self._queue:
                     return  # closed and drained
-                # The model is idle: give concurrent episodes a moment (from the oldest call's arrival) to join.
-                deadline = self._queue[0].arrived + self.gather_s
-                while not self._closed and self._pending_rows() < self.max_batch:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
+                self._gather()
                 batch = self._take_batch()
             self._run(batch)
 

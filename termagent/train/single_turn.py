@@ -36,15 +36,13 @@ from termagent import atomic
 from termagent.protocol import build_initial_messages, parse_response
 from termagent.rewards import RewardWeights, single_turn_reward
 from termagent.sandbox import GRADED_ERRORS, Sandbox, run_trial
-from termagent.sandbox.errors import SandboxError
 from termagent.tasks.model import Task
-from termagent.terminal import TerminalConfig, TerminalError, TmuxTerminal
+from termagent.terminal import TerminalConfig, TmuxTerminal
 
 log = logging.getLogger(__name__)
 
 AGENT_NAME = "grpo"  # container label and trial key of every rollout
 PROBE_NAME = "grpo-probe"
-PROBE_ATTEMPTS = 3  # a terminal screen is retried in a fresh container (infrastructure flakes)
 
 
 @dataclass(frozen=True)
@@ -161,24 +159,15 @@ class SingleTurnEnv:
             else:
                 todo.append(task)
 
-        def probe_once(task: Task, attempt: int) -> tuple[str, str]:
-            with self.sandbox.trial(task, attempt=attempt, agent_name=PROBE_NAME) as trial:
+        def probe(task: Task) -> tuple[str, str]:
+            # A flaky read of the pane (an empty `docker exec` output) is re-read by TmuxTerminal.capture itself;
+            # any other failure here is infrastructure and stops the stage.
+            with self.sandbox.trial(task, agent_name=PROBE_NAME) as trial:
                 terminal = TmuxTerminal(trial, self.terminal_config())
                 try:
                     return task.id, terminal.start()
                 finally:
                     terminal.close()
-
-        def probe(task: Task) -> tuple[str, str]:
-            # A screen is infrastructure, not the model's doing: a flaky exec (seen once in ~400 probes on a
-            # loaded machine: an empty capture with exit 0) gets a fresh container; the last attempt's
-            # failure stops the stage.
-            for attempt in range(PROBE_ATTEMPTS - 1):
-                try:
-                    return probe_once(task, attempt)
-                except (TerminalError, SandboxError) as error:
-                    log.warning("terminal screen of %s: %s; retrying in a fresh container", task.id, error)
-            return probe_once(task, PROBE_ATTEMPTS - 1)
 
         if todo:
             with Progress(disable=not progress) as bar, ThreadPoolExecutor(self.config.concurrency) as pool:
