@@ -93,6 +93,7 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     "grpo.save_steps": "CPU profile: a checkpoint every 2 steps so a crash loses little",
     "grpo.concurrency": "CPU profile: 4 containers at once on 2 cores",
     "grpo.use_vllm": "CPU profile: no GPU, generation in-process with transformers",
+    "mt_grpo.use_vllm": "CPU profile: no GPU, rollouts generate in-process with transformers",
     "eval.concurrency": "CPU profile: 8 trials at once, their calls decoded as one batch over per-episode KV "
                         "caches (metrics/bench_batching.json)",
     "demos.concurrency": "CPU profile: oracle episodes mostly wait on the terminal; 6 containers keep 2 cores busy",

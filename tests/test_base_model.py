@@ -12,7 +12,7 @@ import yaml
 from transformers import AutoTokenizer
 
 from termagent.models.hub import HubError, snapshot
-from termagent.models.tiny import GENERATION_PROMPT, TinyModelConfig, build_tiny_model
+from termagent.models.tiny import GENERATION_PROMPT, TinyModelConfig, build_tiny_model, train_tokenizer
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = {"vocab_size": 512, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "head_dim": 8,
@@ -129,3 +129,19 @@ def test_h100_profile_pins_nemotron_and_vllm():
     assert profile["serve"]["backend"] == "vllm"
     assert profile["serve"]["vllm"]["max_model_len_lora"] == 32768
     assert profile["serve"]["vllm"]["gpu_memory_utilization"] == 0.85
+
+
+def test_words_pre_tokenizer_spells_a_name_the_same_in_the_task_and_the_command():
+    texts = ["Count the lines of `/app/harbor_78.log` that contain `nimbus`.",
+             "grep -c nimbus /app/harbor_78.log > /app/cedar_16.txt"] * 20
+    words = train_tokenizer(texts, vocab_size=400, split="words")
+    in_task = words.tokenize("contain `nimbus`")
+    in_command = words.tokenize("grep -c nimbus /app")
+    assert "nimbus" in in_task and "nimbus" in in_command  # one spelling: copying is a pure copy
+    qwen = train_tokenizer(texts, vocab_size=400, split="qwen")
+    assert "Ġnimbus" in qwen.tokenize("grep -c nimbus /app")  # Qwen's split glues the space on: two spellings
+    for tokenizer in (words, qwen):
+        ids = tokenizer("x = `a b`\n  y", add_special_tokens=False)["input_ids"]
+        assert tokenizer.decode(ids) == "x = `a b`\n  y"
+    with pytest.raises(ValueError, match="pre_tokenizer"):
+        train_tokenizer(texts, vocab_size=400, split="bert")

@@ -42,6 +42,11 @@ QWEN_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
     r"|\s+(?!\S)|\s+"
 )
+# The same split, but a letter run never carries the character before it: a word is one token sequence
+# wherever it stands (`nimbus` after a backtick in the task, after a space in the command), so copying a
+# name from the instruction into keystrokes is a pure copy, not a learned pairing of two spellings.
+WORDS_SPLIT = QWEN_SPLIT.replace(r"[^\r\n\p{L}\p{N}]?\p{L}+", r"\p{L}+")
+SPLITS = {"qwen": QWEN_SPLIT, "words": WORDS_SPLIT}
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,15 @@ class TinyModelConfig:
     rope_theta: float = 1_000_000.0
     seed: int = 0
     min_frequency: int = 2  # a merge needs two occurrences: keeps one-off strings out of the vocabulary
+    pre_tokenizer: str = "qwen"  # qwen (Qwen2/3's split) | words (letter runs stand alone: names copy as-is)
 
 
-def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, max_length: int = 8192):
-    """A byte-level BPE tokenizer with Qwen3's special tokens and chat template (a transformers tokenizer)."""
+def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, max_length: int = 8192,
+                    split: str = "qwen"):
+    """A byte-level BPE tokenizer with Qwen3's special tokens and chat template (a transformers tokenizer).
+    `split`: the pre-tokenizer's regex, a key of SPLITS."""
+    if split not in SPLITS:
+        raise ValueError(f"base_model.tiny.pre_tokenizer: {split!r} is not one of {sorted(SPLITS)}")
     from tokenizers import (
         AddedToken,
         Regex,
@@ -77,7 +87,7 @@ def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, m
     tokenizer = Tokenizer(models.BPE())
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated"),
+        pre_tokenizers.Split(Regex(SPLITS[split]), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tokenizer.decoder = decoders.ByteLevel()
@@ -140,7 +150,8 @@ def build_tiny_model(out_dir: str | Path, config: TinyModelConfig, task_dirs: li
     Returns the manifest."""
     out_dir = Path(out_dir)
     texts = build_corpus([Path(d) for d in task_dirs])
-    tokenizer = train_tokenizer(texts, config.vocab_size, config.min_frequency, config.max_position_embeddings)
+    tokenizer = train_tokenizer(texts, config.vocab_size, config.min_frequency, config.max_position_embeddings,
+                                config.pre_tokenizer)
     model_vocab = -(-len(tokenizer) // 64) * 64  # padded: matmuls like multiples of 64
     model = build_model(config, model_vocab, tokenizer.convert_tokens_to_ids(IM_END),
                         tokenizer.convert_tokens_to_ids(ENDOFTEXT))

@@ -88,6 +88,12 @@ class MTGRPOParams:
     concurrency: int = 8  # trials of a rollout batch at once (their calls are batched)
     filter_mode: Literal["exclude", "zero"] = "exclude"  # turn cap / timeout / context limit: see module doc
     credit: TurnCreditParams = field(default_factory=TurnCreditParams)
+    # generation: the trainer's own vLLM engine on a GPU (termagent.policy.trl_vllm), one training process
+    use_vllm: bool = True  # H100: vLLM; CPU: the in-process model (params.yaml sets false)
+    vllm_mode: Literal["colocate", "server"] = "colocate"
+    vllm_gpu_memory_utilization: float = 0.3  # the rest is the trainer's
+    vllm_importance_sampling_mode: str = "token_truncate"  # sequence_mask drops long trajectories wholesale (#4772)
+    vllm_max_model_length: int = 32768  # first prompt + the whole trajectory buffer
 
     def __post_init__(self):
         problems = []
@@ -212,9 +218,6 @@ class MultiTurnRollout:
         from termagent.sandbox import run_trials
         from termagent.train.tito import ChatSuffix, TokenBufferPolicy
 
-        if getattr(trainer, "use_vllm", False):
-            raise NotImplementedError("mt_grpo: rollouts on vLLM (use_vllm) are not wired yet; the rollout "
-                                      "generates in-process (termagent/train/mt_grpo.py MultiTurnRollout)")
         inputs = getattr(trainer, "_rollout_inputs", None)
         if inputs is None or len(inputs) != len(prompts):
             raise RuntimeError("mt_grpo: rollout_func needs the trainer's rows (MTGRPOTrainer stashes them)")
@@ -228,9 +231,15 @@ class MultiTurnRollout:
         was_training = model.training
         model.eval()
         hf = HFPolicy.from_model(model, tokenizer, name="mt_grpo", max_batch=max(1, self.params.concurrency))
+        backend = hf
+        if getattr(trainer, "use_vllm", False):
+            from termagent.policy.trl_vllm import TRLvLLMPolicy
+
+            # the trainer's engine, its weights pushed by TRL before this call; `hf` only tokenises
+            backend = TRLvLLMPolicy(trainer.vllm_generation, hf, name="mt_grpo")
         # a group's episodes start their containers seconds apart: a wider gather window lets their first calls
         # meet (measured: with 50 ms the two episodes of a group never shared a batch), then they stay in step
-        shared = BatchingPolicy(hf, max_batch=self.params.concurrency, gather_s=1.0)
+        shared = BatchingPolicy(backend, max_batch=self.params.concurrency, gather_s=1.0)
         suffix = ChatSuffix.from_tokenizer(tokenizer)
         buffers = [TokenBufferPolicy(base=shared, suffix=suffix, eos_ids=hf.eos_ids, name="mt_grpo",
                                      max_completion_tokens=trainer.args.max_completion_length)
@@ -404,17 +413,32 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
                   metrics_dir: str | Path | None, trainer_cls=None):
     """The MTGRPOTrainer, ready to train: policy = base (+ the start adapter, trainable), dataset = the task
     list repeated to cover max_steps, rollout_func = MultiTurnRollout."""
+    import os
+
     from datasets import Dataset
     from trl import GRPOConfig
 
     from termagent.train.common import (
         dvclive_callback,
+        has_cuda,
         load_model,
         load_tokenizer,
         seed_everything,
         training_kwargs,
     )
 
+    if params.use_vllm and not has_cuda():
+        raise RuntimeError("params.yaml: mt_grpo.use_vllm is true but there is no CUDA device "
+                           "(the embedded CPU profile sets mt_grpo.use_vllm: false)")
+    if params.use_vllm and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise RuntimeError("mt_grpo: vLLM rollouts run in one training process only (the engine's generate is a "
+                           "collective and episodes end at different turns); run mt_grpo on one GPU, or set "
+                           "mt_grpo.use_vllm: false (termagent/policy/trl_vllm.py)")
+    # sleep mode off: TRL would reload the weights on every turn's call (RESEARCH-training.md §1.6)
+    vllm = {"use_vllm": True, "vllm_mode": params.vllm_mode, "vllm_enable_sleep_mode": False,
+            "vllm_gpu_memory_utilization": params.vllm_gpu_memory_utilization,
+            "vllm_importance_sampling_mode": params.vllm_importance_sampling_mode,
+            "vllm_max_model_length": params.vllm_max_model_length} if params.use_vllm else {}
     seed_everything(params.seed)
     tokenizer = load_tokenizer(model_dir)
     model = load_model(model_dir, start_adapter, trainable=True) if start_adapter else load_model(model_dir)
@@ -431,7 +455,7 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
         beta=params.beta, loss_type=params.loss_type, scale_rewards=params.scale_rewards,
         max_completion_length=params.max_completion_length, mask_truncated_completions=False,
         num_iterations=1, shuffle_dataset=True, disable_dropout=True, log_completions=False,
-        lr_scheduler_type="constant"))
+        lr_scheduler_type="constant", **vllm))
     cls = trainer_cls or make_trainer_class()
     callbacks = [dvclive_callback(metrics_dir)] if metrics_dir else []
     return cls(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,

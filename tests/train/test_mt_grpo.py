@@ -39,7 +39,8 @@ def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mod
 
     task = load_task(FIXTURE)
     params = MTGRPOParams(max_steps=1, num_generations=2, tasks_per_step=1, max_turns=2, max_turn_tokens=12,
-                          max_completion_length=256, concurrency=2, filter_mode=filter_mode, learning_rate=1e-3)
+                          max_completion_length=256, concurrency=2, filter_mode=filter_mode, learning_rate=1e-3,
+                          use_vllm=False)
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
     trainer = build_trainer(params, AgentConfig(), sandbox, [task], model_dir=tiny_model_dir, start_adapter=None,
                             work_dir=tmp_path / "work", rollouts_dir=tmp_path / "rollouts",
@@ -123,3 +124,12 @@ def test_compact_filtering_drops_a_trajectory_that_hits_the_turn_cap(
         assert torch.count_nonzero(batch["advantages"][b]) == 0
         assert len(row["turn_spans"]) == params.max_turns
     assert trainer.last_mt_stats["filtered_frac"] == 1.0
+
+
+def test_vllm_rollouts_are_refused_clearly_without_a_gpu(tmp_path):
+    """The H100 default (use_vllm) on a machine without CUDA: a clear error naming the param, before any load."""
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine runs the vLLM path (make gpu-check)")
+    with pytest.raises(RuntimeError, match="mt_grpo.use_vllm"):
+        build_trainer(MTGRPOParams(), AgentConfig(), None, [], model_dir=tmp_path, start_adapter=None,
+                      work_dir=tmp_path / "work", rollouts_dir=None, metrics_dir=None)
