@@ -131,7 +131,7 @@ def test_h100_profile_pins_nemotron_and_vllm():
     assert profile["serve"]["vllm"]["gpu_memory_utilization"] == 0.85
 
 
-def test_words_pre_tokenizer_spells_a_name_the_same_in_the_task_and_the_command():
+def test_pre_tokenizer_options_spell_names_and_numbers_as_copyable_tokens():
     texts = ["Count the lines of `/app/harbor_78.log` that contain `nimbus`.",
              "grep -c nimbus /app/harbor_78.log > /app/cedar_16.txt"] * 20
     words = train_tokenizer(texts, vocab_size=400, split="words")
@@ -140,7 +140,9 @@ def test_words_pre_tokenizer_spells_a_name_the_same_in_the_task_and_the_command(
     assert "nimbus" in in_task and "nimbus" in in_command  # one spelling: copying is a pure copy
     qwen = train_tokenizer(texts, vocab_size=400, split="qwen")
     assert "Ġnimbus" in qwen.tokenize("grep -c nimbus /app")  # Qwen's split glues the space on: two spellings
-    for tokenizer in (words, qwen):
+    numbers = train_tokenizer(texts, vocab_size=400, split="numbers")
+    assert "78" in numbers.tokenize("/app/harbor_78.log") and "78" not in qwen.tokenize("/app/harbor_78.log")
+    for tokenizer in (words, qwen, numbers):
         ids = tokenizer("x = `a b`\n  y", add_special_tokens=False)["input_ids"]
         assert tokenizer.decode(ids) == "x = `a b`\n  y"
     with pytest.raises(ValueError, match="pre_tokenizer"):
