@@ -153,11 +153,13 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
     name_starts = {i for tok, i in tokenizer.get_vocab().items()
                    if name_pattern().fullmatch(tok.lstrip("Ġ/`"))}
     pad_id = tokenizer.pad_token_id or 0
+    number_ids = torch.tensor(sorted(i for tok, i in tokenizer.get_vocab().items() if tok.isdigit()))
+    underscore = tokenizer.convert_tokens_to_ids("_")
 
     @torch.no_grad()
     def evaluate() -> dict:
         model.eval()
-        right = total = name_right = name_total = 0
+        right = total = name_right = name_total = num_right = num_total = 0
         for start in range(0, len(held_windows), 32):
             ids, labels = _batch(held_windows[start : start + 32], pad_id)
             predicted = model(input_ids=ids).logits[:, :-1].argmax(-1)
@@ -168,9 +170,16 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
             is_name = scored & torch.isin(target, torch.tensor(sorted(name_starts)))
             name_right += int((predicted[is_name] == target[is_name]).sum())
             name_total += int(is_name.sum())
+            # the number of a `word_NN` stem: the digit token(s) right after `_`
+            is_num = scored & torch.isin(target, number_ids)
+            is_num[:, 1:] &= target[:, :-1] == underscore
+            is_num[:, 0] = False
+            num_right += int((predicted[is_num] == target[is_num]).sum())
+            num_total += int(is_num.sum())
         model.train()
         return {"token_accuracy": round(right / max(1, total), 4), "name_accuracy": round(name_right / max(1, name_total), 4),
-                "name_tokens": name_total}
+                "name_tokens": name_total,
+                "number_accuracy": round(num_right / max(1, num_total), 4), "number_tokens": num_total}
 
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     t0, pretrain_curve = time.monotonic(), []
