@@ -65,9 +65,9 @@ class BatchingPolicy(Policy):
         # leads, so none starves).
         self.min_fill = float(min_fill)
         self.max_batch_tokens = int(max_batch_tokens)
-        if getattr(policy, "prefix_cache", 0) > 0 or getattr(policy, "unpadded", False):
-            # A backend with per-episode KV caches (HFPolicy prefix_cache) prefills each row alone and pads
-            # only the decode's cached keys; a vLLM engine pads nothing: rows of any length batch well.
+        if getattr(policy, "unpadded", False):
+            # A backend that pads no prompt (HFPolicy over per-episode KV caches prefills each row alone; a vLLM
+            # engine pads nothing): rows of any length batch well.
             self.min_fill, self.max_batch_tokens = 0.0, 1 << 62
         self._queue: collections.deque[_Call] = collections.deque()
         self._cond = threading.Condition()

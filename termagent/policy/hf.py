@@ -90,6 +90,11 @@ class HFPolicy(Policy):
         self.prefix_cache, self._decoder = 0, None  # the weights change under a trainer: nothing is cached
         return self
 
+    @property
+    def unpadded(self) -> bool:
+        """Batched rows are not padded to the longest prompt: each prefills alone from its KV cache."""
+        return self._decoder is not None
+
     # -- tokens -----------------------------------------------------------------------------------
     def prompt_ids(self, messages: list[dict]) -> list[int]:
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -118,6 +118,20 @@ def bf16_supported() -> bool:
     return has_cuda() and torch.cuda.is_bf16_supported()
 
 
+def vllm_kwargs(section: str, *, use_vllm: bool, mode: str, gpu_memory_utilization: float,
+                importance_sampling_mode: str, max_model_length: int, enable_sleep_mode: bool = False) -> dict:
+    """The GRPOConfig vLLM arguments of a stage (`section` names its params), {} when vLLM is off; refuses
+    use_vllm without CUDA (the CPU profile sets it false)."""
+    if not use_vllm:
+        return {}
+    if not has_cuda():
+        raise RuntimeError(f"params.yaml: {section}.use_vllm is true but there is no CUDA device "
+                           f"(the embedded CPU profile sets {section}.use_vllm: false)")
+    return {"use_vllm": True, "vllm_mode": mode, "vllm_gpu_memory_utilization": gpu_memory_utilization,
+            "vllm_enable_sleep_mode": enable_sleep_mode, "vllm_importance_sampling_mode": importance_sampling_mode,
+            "vllm_max_model_length": max_model_length}
+
+
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)

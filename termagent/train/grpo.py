@@ -311,17 +311,14 @@ def _trim_dvclive(live_dir: Path, step: int) -> None:
 def grpo_config(config: GRPOParams, paths: GRPOPaths, tokenizer_eos: list[int]):
     from trl import GRPOConfig
 
-    from termagent.train.common import has_cuda, training_kwargs
+    from termagent.train.common import training_kwargs, vllm_kwargs
 
     c = config.effective()
-    use_vllm = c.use_vllm and has_cuda()
-    if c.use_vllm and not has_cuda():
-        raise RuntimeError("params.yaml: grpo.use_vllm is true but there is no CUDA device "
-                           "(the embedded CPU profile sets grpo.use_vllm: false)")
-    vllm = {"vllm_mode": c.vllm_mode, "vllm_gpu_memory_utilization": c.vllm_gpu_memory_utilization,
-            "vllm_enable_sleep_mode": c.vllm_enable_sleep_mode,
-            "vllm_importance_sampling_mode": c.vllm_importance_sampling_mode,
-            "vllm_max_model_length": c.max_prompt_length + c.max_completion_length} if use_vllm else {}
+    vllm = vllm_kwargs("grpo", use_vllm=c.use_vllm, mode=c.vllm_mode,
+                       gpu_memory_utilization=c.vllm_gpu_memory_utilization,
+                       enable_sleep_mode=c.vllm_enable_sleep_mode,
+                       importance_sampling_mode=c.vllm_importance_sampling_mode,
+                       max_model_length=c.max_prompt_length + c.max_completion_length)
     return GRPOConfig(**training_kwargs(
         output_dir=paths.checkpoints, seed=c.seed, gradient_checkpointing=True,
         per_device_train_batch_size=c.per_device_train_batch_size,
@@ -332,7 +329,7 @@ def grpo_config(config: GRPOParams, paths: GRPOPaths, tokenizer_eos: list[int]):
         scale_rewards=c.scale_rewards, mask_truncated_completions=c.mask_truncated_completions,
         reward_weights=[c.reward.format, c.reward.script, c.reward.verifier],
         save_strategy="steps", save_steps=c.save_steps, save_total_limit=c.save_total_limit,
-        logging_steps=1, log_completions=False, disable_dropout=True, use_vllm=use_vllm, **vllm))
+        logging_steps=1, log_completions=False, disable_dropout=True, **(vllm or {"use_vllm": False})))
 
 
 def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_config, extra_fingerprint: dict

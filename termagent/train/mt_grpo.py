@@ -420,25 +420,22 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
 
     from termagent.train.common import (
         dvclive_callback,
-        has_cuda,
         load_model,
         load_tokenizer,
         seed_everything,
         training_kwargs,
+        vllm_kwargs,
     )
 
-    if params.use_vllm and not has_cuda():
-        raise RuntimeError("params.yaml: mt_grpo.use_vllm is true but there is no CUDA device "
-                           "(the embedded CPU profile sets mt_grpo.use_vllm: false)")
-    if params.use_vllm and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    # sleep mode off: TRL would reload the weights on every turn's call (RESEARCH-training.md §1.6)
+    vllm = vllm_kwargs("mt_grpo", use_vllm=params.use_vllm, mode=params.vllm_mode,
+                       gpu_memory_utilization=params.vllm_gpu_memory_utilization,
+                       importance_sampling_mode=params.vllm_importance_sampling_mode,
+                       max_model_length=params.vllm_max_model_length)
+    if vllm and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise RuntimeError("mt_grpo: vLLM rollouts run in one training process only (the engine's generate is a "
                            "collective and episodes end at different turns); run mt_grpo on one GPU, or set "
                            "mt_grpo.use_vllm: false (termagent/policy/trl_vllm.py)")
-    # sleep mode off: TRL would reload the weights on every turn's call (RESEARCH-training.md §1.6)
-    vllm = {"use_vllm": True, "vllm_mode": params.vllm_mode, "vllm_enable_sleep_mode": False,
-            "vllm_gpu_memory_utilization": params.vllm_gpu_memory_utilization,
-            "vllm_importance_sampling_mode": params.vllm_importance_sampling_mode,
-            "vllm_max_model_length": params.vllm_max_model_length} if params.use_vllm else {}
     seed_everything(params.seed)
     tokenizer = load_tokenizer(model_dir)
     model = load_model(model_dir, start_adapter, trainable=True) if start_adapter else load_model(model_dir)
