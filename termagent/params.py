@@ -74,7 +74,9 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
        if f"{stage}.{key}" != "sft.num_train_epochs"},  # sft: 2 epochs, the dataclass default
     **{f"warmup.{key}": "CPU profile: the short-context curriculum that teaches the random-init tiny model the "
                         "reply format (issue 9); a pretrained model needs none"
-       for key in ("window_epochs", "window_learning_rate")},
+       for key in ("window_epochs", "window_context", "window_learning_rate")},
+    "warmup.rename_copies": "CPU profile: the random-init tiny model learns to copy a task's names into its "
+                            "commands only from demos whose names are renamed at random (issue 9)",
     "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
     **{f"{stage}.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy"
        for stage in ("warmup", "sft")},

@@ -56,17 +56,17 @@ SPLITS = {"qwen": QWEN_SPLIT, "words": WORDS_SPLIT, "numbers": NUMBERS_SPLIT}
 @dataclass(frozen=True)
 class TinyModelConfig:
     vocab_size: int = 4096  # BPE target; the model's embedding is the tokenizer's size rounded up to 64
-    hidden_size: int = 128
-    intermediate_size: int = 512
+    hidden_size: int = 256  # 128 never learned to copy a name from the task into a command (issue 9)
+    intermediate_size: int = 1024
     num_hidden_layers: int = 4  # 2 layers learned the reply's vocabulary but not its structure (issue 9)
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
+    num_attention_heads: int = 8
+    num_key_value_heads: int = 4
     head_dim: int = 32
     max_position_embeddings: int = 8192  # the context limit the agent sees; prompts are a few thousand tokens
     rope_theta: float = 1_000_000.0
     seed: int = 0
     min_frequency: int = 2  # a merge needs two occurrences: keeps one-off strings out of the vocabulary
-    pre_tokenizer: str = "qwen"  # qwen (Qwen2/3's split) | words (letter runs stand alone) | numbers (1-3 digits a piece)
+    pre_tokenizer: str = "numbers"  # qwen (Qwen2/3's split) | words (letter runs stand alone) | numbers (1-3 digits a piece)
 
 
 def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, max_length: int = 8192,
