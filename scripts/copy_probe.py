@@ -154,6 +154,9 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
                    if name_pattern().fullmatch(tok.lstrip("Ġ/`"))}
     pad_id = tokenizer.pad_token_id or 0
     number_ids = torch.tensor(sorted(i for tok, i in tokenizer.get_vocab().items() if tok.isdigit()))
+    # pre_tokenizer stems: the number carries its underscore (`_78`), one token right after the stem's word
+    stem_number_ids = torch.tensor(sorted(i for tok, i in tokenizer.get_vocab().items()
+                                          if tok[:1] == "_" and tok[1:].isdigit()), dtype=torch.long)
     underscore = tokenizer.convert_tokens_to_ids("_")
 
     @torch.no_grad()
@@ -170,10 +173,11 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
             is_name = scored & torch.isin(target, torch.tensor(sorted(name_starts)))
             name_right += int((predicted[is_name] == target[is_name]).sum())
             name_total += int(is_name.sum())
-            # the number of a `word_NN` stem: the digit token(s) right after `_`
+            # the number of a `word_NN` stem: the digit token(s) right after `_`, or one `_NN` token
             is_num = scored & torch.isin(target, number_ids)
             is_num[:, 1:] &= target[:, :-1] == underscore
             is_num[:, 0] = False
+            is_num |= scored & torch.isin(target, stem_number_ids)
             num_right += int((predicted[is_num] == target[is_num]).sum())
             num_total += int(is_num.sum())
         model.train()
@@ -185,7 +189,7 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
     t0, pretrain_curve = time.monotonic(), []
     if pretrain_copy:
         if copy_vocab == "names":
-            vocab = sorted(name_starts | {i for tok, i in tokenizer.get_vocab().items() if tok.isdigit()})
+            vocab = sorted(name_starts | set(number_ids.tolist()) | set(stem_number_ids.tolist()))
         else:
             vocab = sorted({t for w in held_windows for t in w["input_ids"]} | name_starts)
         g = torch.Generator().manual_seed(seed)

@@ -142,7 +142,10 @@ def test_pre_tokenizer_options_spell_names_and_numbers_as_copyable_tokens():
     assert "Ġnimbus" in qwen.tokenize("grep -c nimbus /app")  # Qwen's split glues the space on: two spellings
     numbers = train_tokenizer(texts, vocab_size=400, split="numbers")
     assert "78" in numbers.tokenize("/app/harbor_78.log") and "78" not in qwen.tokenize("/app/harbor_78.log")
-    for tokenizer in (words, qwen, numbers):
+    stems = train_tokenizer(texts, vocab_size=400, split="stems")
+    assert stems.tokenize("/app/harbor_78.log")[-2:] == ["_78", ".log"]  # the number right after its stem word
+    assert "3" in stems.tokenize("column 3") and "3" in stems.tokenize("-f3")  # a bare number: one spelling
+    for tokenizer in (words, qwen, numbers, stems):
         ids = tokenizer("x = `a b`\n  y", add_special_tokens=False)["input_ids"]
         assert tokenizer.decode(ids) == "x = `a b`\n  y"
     with pytest.raises(ValueError, match="pre_tokenizer"):
