@@ -120,10 +120,10 @@ def bf16_supported() -> bool:
 
 def vllm_kwargs(section: str, *, use_vllm: bool, mode: str, gpu_memory_utilization: float,
                 importance_sampling_mode: str, max_model_length: int, enable_sleep_mode: bool = False) -> dict:
-    """The GRPOConfig vLLM arguments of a stage (`section` names its params), {} when vLLM is off; refuses
-    use_vllm without CUDA (the CPU profile sets it false)."""
+    """The GRPOConfig vLLM arguments of a stage (`section` names its params), `use_vllm=False` alone when vLLM
+    is off; refuses use_vllm without CUDA (the CPU profile sets it false)."""
     if not use_vllm:
-        return {}
+        return {"use_vllm": False}
     if not has_cuda():
         raise RuntimeError(f"params.yaml: {section}.use_vllm is true but there is no CUDA device "
                            f"(the embedded CPU profile sets {section}.use_vllm: false)")

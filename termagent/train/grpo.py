@@ -329,7 +329,7 @@ def grpo_config(config: GRPOParams, paths: GRPOPaths, tokenizer_eos: list[int]):
         scale_rewards=c.scale_rewards, mask_truncated_completions=c.mask_truncated_completions,
         reward_weights=[c.reward.format, c.reward.script, c.reward.verifier],
         save_strategy="steps", save_steps=c.save_steps, save_total_limit=c.save_total_limit,
-        logging_steps=1, log_completions=False, disable_dropout=True, **(vllm or {"use_vllm": False})))
+        logging_steps=1, log_completions=False, disable_dropout=True, **vllm))
 
 
 def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_config, extra_fingerprint: dict

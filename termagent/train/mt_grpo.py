@@ -432,7 +432,7 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
                        gpu_memory_utilization=params.vllm_gpu_memory_utilization,
                        importance_sampling_mode=params.vllm_importance_sampling_mode,
                        max_model_length=params.vllm_max_model_length)
-    if vllm and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if vllm["use_vllm"] and int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise RuntimeError("mt_grpo: vLLM rollouts run in one training process only (the engine's generate is a "
                            "collective and episodes end at different turns); run mt_grpo on one GPU, or set "
                            "mt_grpo.use_vllm: false (termagent/policy/trl_vllm.py)")
