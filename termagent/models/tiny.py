@@ -71,7 +71,7 @@ class TinyModelConfig:
     rope_theta: float = 1_000_000.0
     seed: int = 0
     min_frequency: int = 2  # a merge needs two occurrences: keeps one-off strings out of the vocabulary
-    pre_tokenizer: str = "numbers"  # qwen (Qwen2/3's split) | words (letter runs stand alone) | numbers (1-3
+    pre_tokenizer: str = "stems"  # qwen (Qwen2/3's split) | words (letter runs stand alone) | numbers (1-3
     # digits a piece) | stems (numbers, `_` kept on: `harbor`, `_78`)
 
 
