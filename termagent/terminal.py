@@ -187,21 +187,20 @@ class TmuxTerminal:
             f"set -- $info; tmux capture-pane -p -t {self.target} -S $(({mark} - $1)) -E $2"
         )
         # Read-only, so safe to repeat: under load `docker exec` has returned an empty output with exit 0
-        # (twice in 258 oracle episodes at 6 containers on 2 cores,
-        # once in ~400 GRPO screen probes); a retry reads the same pane.
+        # (twice in 258 oracle episodes at 6 containers on 2 cores, once in ~400 GRPO screen probes) and,
+        # once, an output without its head (the pane info line missing); a retry reads the same pane.
         for attempt in range(CAPTURE_ATTEMPTS):
             result = self.trial.exec(script, timeout=30)
-            if result.rc != 3 and _SEPARATOR in result.output:
+            parsed = _parse_capture(result.output) if result.rc != 3 else None
+            if parsed is not None:
                 break
             if attempt + 1 < CAPTURE_ATTEMPTS:
-                log.warning("tmux capture came back empty or failed (exit %s): retrying", result.rc)
+                log.warning("tmux capture came back empty, cut or failed (exit %s): retrying", result.rc)
                 time.sleep(0.2 * (attempt + 1))
         else:
             raise TerminalError(f"tmux capture failed {CAPTURE_ATTEMPTS} times (last exit {result.rc}): "
                                 f"{result.output[-1000:]}")
-        header, screen, since_mark = (result.output.split(f"{_SEPARATOR}\n", 2) + ["", ""])[:3]
-        head_lines = header.splitlines()
-        history, cursor_y, alternate = (int(x) for x in head_lines[0].split())
+        (history, cursor_y, alternate), head_lines, screen, since_mark = parsed
         seq = _parse_seq(head_lines[1:2])
         if seq:
             self._seq, self._last_rc = seq
@@ -224,6 +223,20 @@ class TmuxTerminal:
         """The visible screen now (does not move the new-output mark)."""
         result = self.trial.exec(f"tmux capture-pane -p -t {self.target}", timeout=30)
         return _strip_blank_tail(result.output)
+
+
+def _parse_capture(output: str) -> tuple[tuple[int, int, int], list[str], str, str] | None:
+    """The capture script's output split into (history, cursor_y, alternate), the header lines, the screen and
+    the text since the mark; None when it is not whole (no separators, or the pane info line is missing)."""
+    parts = output.split(f"{_SEPARATOR}\n", 2)
+    if len(parts) != 3:
+        return None
+    header, screen, since_mark = parts
+    head_lines = header.splitlines()
+    match = re.fullmatch(r"(\d+) (\d+) (\d+)", head_lines[0].strip()) if head_lines else None
+    if match is None:
+        return None
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3))), head_lines, screen, since_mark
 
 
 def _parse_seq(lines: Sequence[str]) -> tuple[int, int] | None:

@@ -144,3 +144,30 @@ def test_a_capture_that_comes_back_empty_is_read_again(trial):
         trial.exec = real_exec
     assert dropped and "again-21" in out.text
     term.close()
+
+
+def test_a_capture_that_comes_back_without_its_head_is_read_again(trial):
+    """Under load `docker exec` has also returned the capture without its first lines (the pane info): the
+    screen then stood where the header should be (`int('root@sandbox:/app#')`); the capture repeats."""
+    import dataclasses
+
+    from termagent.terminal import _SEPARATOR
+
+    term = TmuxTerminal(trial, TerminalConfig(session="headless"))
+    term.start()
+    real_exec, cut = trial.exec, []
+
+    def exec_cutting_one_capture(cmd, *args, **kwargs):
+        result = real_exec(cmd, *args, **kwargs)
+        if "capture-pane" in cmd and _SEPARATOR in result.output and not cut:
+            cut.append(result)
+            return dataclasses.replace(result, output=result.output.split(f"{_SEPARATOR}\n", 1)[1])
+        return result
+
+    trial.exec = exec_cutting_one_capture
+    try:
+        out = term.run([Command("echo whole-$((30+3))\n", 5)])
+    finally:
+        trial.exec = real_exec
+    assert cut and "whole-33" in out.text
+    term.close()
