@@ -77,6 +77,8 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
        for key in ("window_epochs", "window_context", "window_learning_rate")},
     "warmup.rename_copies": "CPU profile: the random-init tiny model learns to copy a task's names into its "
                             "commands only from demos whose names are renamed at random (issue 9)",
+    "warmup.rename_each_pass": "CPU profile: a fresh renaming per window pass, so the renamed names cannot be "
+                                "memorised across passes, only copied (issue 9)",
     "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
     **{f"{stage}.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy"
        for stage in ("warmup", "sft")},

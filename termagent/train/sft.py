@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -75,6 +76,10 @@ class SFTParams:
     # through a fresh random bijection per copy, so names can only be predicted by copying them from the
     # task text. 0: off (real data, e.g. OpenThoughts, has no shared name pools).
     rename_copies: int = 0
+    # Window passes with a fresh renaming each: pass p trains on the conversations and `rename_copies` copies
+    # drawn with seed + p, so no renamed window is ever seen twice and a name cannot be memorised, only
+    # copied (off: every pass repeats the same copies). The whole-conversation pass uses pass 0's copies.
+    rename_each_pass: bool = False
 
     def __post_init__(self):
         if not self.datasets:
@@ -201,6 +206,19 @@ def context_windows(tokenizer, conversations: list[list[dict]], context: int) ->
     return examples
 
 
+def window_conversations(originals: list[list[dict]], renamed: list[list[dict]],
+                         params: SFTParams) -> tuple[list[list[dict]], float, int]:
+    """The window phase's conversations, its epochs over them and how many renamed sets they hold.
+    `renamed`: the originals with their `rename_copies` copies (seed `params.seed`). Without
+    `rename_each_pass`: that set, `window_epochs` times. With it: one set per pass, ceil(window_epochs) of
+    them (pass p renamed with seed + p), each seen once; a fractional last pass is that share of the whole."""
+    if not (params.rename_each_pass and params.rename_copies) or params.window_epochs <= 1:
+        return renamed, params.window_epochs, 1
+    passes = math.ceil(params.window_epochs)
+    more = [c for p in range(1, passes) for c in with_renamed_copies(originals, params.rename_copies, params.seed + p)]
+    return renamed + more, params.window_epochs / passes, passes
+
+
 def _trained_state(model, full: bool) -> dict:
     """CPU copies of the weights training should change: all of them (full fine-tuning) or the adapter's."""
     if full:
@@ -263,6 +281,7 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
             conversations = conversations[: params.max_examples]
         if not conversations:
             raise ValueError(f"sft: no training conversation in {params.datasets}")
+        originals = conversations
         if params.rename_copies:
             counts = {**counts, "renamed_copies": params.rename_copies * len(conversations)}
             conversations = with_renamed_copies(conversations, params.rename_copies, params.seed)
@@ -278,14 +297,16 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
     window_steps, window_metrics = 0, None
     if params.window_epochs > 0:
         with timer.phase("load"):
-            windows = context_windows(tokenizer, conversations, params.window_context)
+            convs, window_epochs, passes = window_conversations(originals, conversations, params)
+            windows = context_windows(tokenizer, convs, params.window_context)
         with timer.phase("windows"):
             trainer, _ = _fit(model, Dataset.from_list(windows), tokenizer, params, metrics_dir, stage=stage,
-                              epochs=params.window_epochs, batch_size=params.window_batch_size,
+                              epochs=window_epochs, batch_size=params.window_batch_size,
                               accumulation=1, max_length=params.window_context + params.max_length,
                               learning_rate=params.window_learning_rate or params.learning_rate)
         model, window_steps = trainer.model, trainer.state.global_step
         window_metrics = {"examples": len(windows), "steps": window_steps, "epochs": params.window_epochs,
+                          "renamed_sets": passes if params.rename_copies else 0,
                           "tokens": sum(len(w["input_ids"]) for w in windows),
                           **_run_summary(trainer.state.log_history, timer.phases["windows"])}
     dataset = Dataset.from_list([{"messages": c} for c in conversations])

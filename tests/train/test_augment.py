@@ -47,3 +47,20 @@ def test_copies_are_added_after_the_originals_and_are_reproducible():
     assert out == with_renamed_copies([CONVERSATION], 3, seed=0)
     with pytest.raises(ValueError, match="rename_copies"):
         with_renamed_copies([CONVERSATION], -1, seed=0)
+
+
+def test_each_window_pass_draws_its_own_renaming_so_no_renamed_window_repeats():
+    from termagent.train.sft import SFTParams, window_conversations
+
+    def params(**kw):
+        return SFTParams(**{"datasets": ["x.jsonl"], "rename_copies": 3, "window_epochs": 3.0, **kw})
+
+    first = with_renamed_copies([CONVERSATION], 3, seed=0)
+    convs, epochs, sets = window_conversations([CONVERSATION], first, params(rename_each_pass=True))
+    assert (len(convs), epochs, sets) == (12, 1.0, 3) and convs[:4] == first  # pass 0 is the copies the rest uses
+    replies = [c[1]["content"] for c in convs]
+    assert replies.count(REPLY) == 3 and len(set(replies)) == 10  # the original each pass, 9 distinct copies
+    # a fractional pass: 2.5 passes are 3 sets, 5/6 of their windows
+    assert window_conversations([CONVERSATION], first, params(rename_each_pass=True, window_epochs=2.5))[1:] == (2.5 / 3, 3)
+    # off: one set, every pass repeats it
+    assert window_conversations([CONVERSATION], first, params()) == (first, 3.0, 1)
