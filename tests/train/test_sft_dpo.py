@@ -267,6 +267,42 @@ def test_window_phase_trains_first_and_its_curves_continue_into_the_conversation
         small_sft(demos_file, window_batch_size=0)
 
 
+
+def test_group_by_length_batches_windows_of_similar_length(tiny_model_dir, demos_file, tmp_path):
+    """group_by_length: the trainer samples through transformers' LengthGroupedSampler, whose batches hold
+    windows of similar lengths, so they carry less padding than random ones."""
+    from datasets import Dataset
+    from transformers.trainer_pt_utils import LengthGroupedSampler
+
+    from termagent.train.sft import _fit
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    # 64 windows, short and long in alternation: random pairs mix them half of the time
+    windows = [{"input_ids": [5] * n, "assistant_masks": [0] * 2 + [1] * (n - 2)} for _ in range(32) for n in (6, 60)]
+
+    def fit(grouped: bool):
+        return _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
+                    small_sft(demos_file, max_steps=1, full_finetune=True, group_by_length=grouped), tmp_path,
+                    stage="test", epochs=1.0, batch_size=2, accumulation=1, max_length=1024, learning_rate=1e-3,
+                    lr_scheduler_type="constant")[0]
+
+    assert not isinstance(fit(False)._get_train_sampler(), LengthGroupedSampler)
+    trainer = fit(True)
+    assert isinstance(trainer._get_train_sampler(), LengthGroupedSampler)
+    padded = sum(batch["input_ids"].numel() for batch in trainer.get_train_dataloader())
+    # 4 mega-batches of 16 windows, each sorted by length: at most one mixed pair in each
+    assert padded <= 32 * (60 + 6) + 4 * (60 - 6)
+
+def test_window_phase_has_its_own_rate_and_schedule(tiny_model_dir, demos_file, tmp_path):
+    params = small_sft(demos_file, max_steps=3, window_epochs=1.0, window_context=16, window_batch_size=1,
+                       full_finetune=True, logging_steps=1, learning_rate=1e-3, lr_scheduler_type="cosine",
+                       warmup_ratio=0.0, window_learning_rate=5e-3, window_lr_scheduler_type="constant")
+    train_sft(tiny_model_dir, tmp_path / "model", params, metrics_dir=tmp_path / "metrics")
+    rates = [rate for _, rate in read_dvclive_series(tmp_path / "metrics")["learning_rate"]]
+    assert rates[:3] == pytest.approx([5e-3] * 3)  # the window steps: constant at the window rate
+    assert rates[3] == pytest.approx(1e-3) and rates[4] < rates[3]  # the conversations: cosine from learning_rate
+
+
 def test_window_batches_carry_loss_on_their_turn_only(tiny_model_dir, demos_file, tmp_path):
     """What reaches the loss in the window phase: the labels TRL builds from the windows' masks."""
     from datasets import Dataset
@@ -277,7 +313,8 @@ def test_window_batches_carry_loss_on_their_turn_only(tiny_model_dir, demos_file
     windows = context_windows(tokenizer, [CONVERSATION], context=8)
     trainer, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
                       small_sft(demos_file, max_steps=1, full_finetune=True), tmp_path, stage="test", epochs=1.0,
-                      batch_size=2, accumulation=1, max_length=1024, learning_rate=1e-3)
+                      batch_size=2, accumulation=1, max_length=1024, learning_rate=1e-3,
+                      lr_scheduler_type="constant")
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
     for labels, reply in zip(batch["labels"], (REPLY_1, REPLY_2)):
         assert tokenizer.decode(labels[labels != -100].tolist()) == reply + "<|im_end|>"
