@@ -79,9 +79,6 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                             "commands only from demos whose names are renamed at random (issue 9)",
     "warmup.rename_each_pass": "CPU profile: a fresh renaming per window pass, so the renamed names cannot be "
                                 "memorised across passes, only copied (issue 9)",
-    **{f"{stage}.group_by_length": "CPU profile: length-grouped batches pad 1.09x the real tokens instead of 1.79x "
-                                   "(the warmup's windows): the 2 cores spend ~40 % less on padding"
-       for stage in ("warmup", "sft")},
     "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
     **{f"{stage}.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy"
        for stage in ("warmup", "sft")},
