@@ -78,7 +78,9 @@ class SFTParams:
     window_lr_scheduler_type: str | None = None
     # Batches of similar lengths (transformers' LengthGroupedSampler: 50 batches drawn at random, sorted by
     # length, cut into batches): the window phase's random batches of 16 are 1.79x their real tokens once
-    # padded, length-grouped ones 1.09x (the embedded demos) - about 40 % less compute for the same examples.
+    # padded, length-grouped ones 1.09x (the embedded demos) - 2.4x faster windows. But a length-sorted batch
+    # holds one template (family, turn) many times: the embedded warmup then stopped copying the task's words
+    # (7 % against 56-77 %, metrics/experiments/warmup_grouped_constant.json), so the embedded profile keeps it off.
     group_by_length: bool = False
     # Renamed copies of each conversation (termagent.train.augment): the generated families' names replaced
     # through a fresh random bijection per copy, so names can only be predicted by copying them from the
