@@ -293,6 +293,42 @@ def test_group_by_length_batches_windows_of_similar_length(tiny_model_dir, demos
     # 4 mega-batches of 16 windows, each sorted by length: at most one mixed pair in each
     assert padded <= 32 * (60 + 6) + 4 * (60 - 6)
 
+def test_window_micro_batches_take_the_random_batch_step_with_less_padding(tiny_model_dir, demos_file, tmp_path):
+    """window_micro_batches: one optimizer step over the same 16 windows, as one padded batch or as 4
+    length-balanced micro-batches (transformers' BatchRebalanceSampler) with accumulated gradients, has the
+    same loss and gradient norm (the loss is normalised by the step's label tokens, not per micro-batch),
+    and the micro-batches carry far less padding."""
+    from datasets import Dataset
+    from transformers.trainer_pt_utils import BatchRebalanceSampler
+
+    from termagent.train.sft import _fit
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    windows = [{"input_ids": [5 + i % 7] * n, "assistant_masks": [0] * 2 + [1] * (n - 2)}
+               for i, n in enumerate([6, 60, 9, 45, 12, 30, 7, 52] * 2)]
+
+    def fit(micro_batches: int):
+        trainer, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
+                          small_sft(demos_file, max_steps=1, full_finetune=True, logging_steps=1), tmp_path,
+                          stage="test", epochs=1.0, batch_size=16, accumulation=1, max_length=1024,
+                          learning_rate=1e-3, lr_scheduler_type="constant", micro_batches=micro_batches)
+        step = next(h for h in trainer.state.log_history if "grad_norm" in h)
+        batches = list(trainer.get_train_dataloader())
+        return trainer, step, batches
+
+    _, plain, plain_batches = fit(1)
+    trainer, micro, micro_batches = fit(4)
+    assert isinstance(trainer._get_train_sampler(), BatchRebalanceSampler)
+    assert len(plain_batches) == 1 and len(micro_batches) == 4
+    assert sum(len(b["input_ids"]) for b in micro_batches) == 16  # every window once, in one step
+    assert micro["loss"] == pytest.approx(plain["loss"], rel=1e-4)
+    assert micro["grad_norm"] == pytest.approx(plain["grad_norm"], rel=1e-3)
+    padded = sum(b["input_ids"].numel() for b in micro_batches)
+    assert padded < 0.7 * plain_batches[0]["input_ids"].numel()  # 16 x 60 padded vs sorted groups
+    with pytest.raises(ValueError, match="divide window_batch_size"):
+        small_sft(demos_file, window_batch_size=16, window_micro_batches=3)
+
+
 def test_window_phase_has_its_own_rate_and_schedule(tiny_model_dir, demos_file, tmp_path):
     params = small_sft(demos_file, max_steps=3, window_epochs=1.0, window_context=16, window_batch_size=1,
                        full_finetune=True, logging_steps=1, learning_rate=1e-3, lr_scheduler_type="cosine",
