@@ -87,7 +87,8 @@ class SFTParams:
     # many micro-batches of balanced padded cost, whose gradients accumulate; the loss is normalised by the
     # step's label tokens (`num_items_in_batch`), so the step is the random batch's step, templates mixed as
     # before. Padding of the embedded windows: 1.79x their tokens in random batches of 16, 1.04x in 4
-    # micro-batches (1.16x in 2, 1.01x in 8). 1: off (one padded batch per step).
+    # micro-batches (1.16x in 2, 1.01x in 8). 1: off (one padded batch per step). The sampler shuffles with
+    # transformers' fixed seed (42), not `seed`: the window order does not follow `seed` when this is on.
     window_micro_batches: int = 1
     # Renamed copies of each conversation (termagent.train.augment): the generated families' names replaced
     # through a fresh random bijection per copy, so names can only be predicted by copying them from the
@@ -258,9 +259,7 @@ def _fit(model, dataset, tokenizer, params: SFTParams, metrics_dir: Path, *, sta
     `batch_rebalance` sampling) whose gradients accumulate. Returns (trainer, train result)."""
     from trl import SFTConfig, SFTTrainer
 
-    if micro_batches > 1:
-        if batch_size % micro_batches:
-            raise ValueError(f"micro_batches ({micro_batches}) must divide batch_size ({batch_size})")
+    if micro_batches > 1:  # SFTParams checked that it divides the batch
         batch_size, accumulation = batch_size // micro_batches, accumulation * micro_batches
         sampling = "batch_rebalance"
     else:

@@ -293,6 +293,7 @@ def test_group_by_length_batches_windows_of_similar_length(tiny_model_dir, demos
     # 4 mega-batches of 16 windows, each sorted by length: at most one mixed pair in each
     assert padded <= 32 * (60 + 6) + 4 * (60 - 6)
 
+
 def test_window_micro_batches_take_the_random_batch_step_with_less_padding(tiny_model_dir, demos_file, tmp_path):
     """window_micro_batches: one optimizer step over the same 16 windows, as one padded batch or as 4
     length-balanced micro-batches (transformers' BatchRebalanceSampler) with accumulated gradients, has the
