@@ -70,13 +70,14 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     **{f"{stage}.{key}": "CPU profile: the tiny model needs many passes at a high rate on short sequences"
        for stage in ("warmup", "sft") for key in ("max_length", "num_train_epochs", "learning_rate", "warmup_ratio",
                                                   "gradient_accumulation_steps", "logging_steps", "lora.r",
-                                                  "lora.alpha", "lora.modules_to_save")
-       if f"{stage}.{key}" != "sft.num_train_epochs"},  # sft: 2 epochs, the dataclass default
+                                                  "lora.alpha", "lora.modules_to_save")},
     **{f"warmup.{key}": "CPU profile: the short-context curriculum that teaches the random-init tiny model the "
                         "reply format (issue 9); a pretrained model needs none"
        for key in ("window_epochs", "window_context", "window_learning_rate", "window_lr_scheduler_type")},
     "warmup.rename_copies": "CPU profile: the random-init tiny model learns to copy a task's names into its "
                             "commands only from demos whose names are renamed at random (issue 9)",
+    "sft.rename_copies": "CPU profile: one renamed copy of every conversation (1 epoch over twice the data: the "
+                         "steps of 2 epochs), so the LoRA learns to copy the task's names, not the demos' (issue 9)",
     "warmup.rename_each_pass": "CPU profile: a fresh renaming per window pass, so the renamed names cannot be "
                                 "memorised across passes, only copied (issue 9)",
     "warmup.window_micro_batches": "CPU profile: the windows' random batch of 16 in 4 length-balanced "
