@@ -2,7 +2,7 @@
 
 For every section params.yaml has, the dataclass registered in `termagent.params.SECTIONS` is built
 from params.yaml and compared, key by key (nested sections too), with the dataclass's own defaults; any
-difference that is not declared in `termagent.params.EMBEDDED_OVERRIDES` fails, naming `section.key`.
+difference that is not declared in `termagent.embedded_overrides.EMBEDDED_OVERRIDES` fails, naming `section.key`.
 Adding a section (generate, demos, sft, grpo, dpo, mt_grpo, ...): register its dataclass in
 `termagent.params.SECTIONS`; declare in `EMBEDDED_OVERRIDES` (with the reason) each value params.yaml
 sets on purpose away from the dataclass default. Nothing to change here.
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from termagent.embedded_overrides import EMBEDDED_OVERRIDES
 from termagent.params import (
-    EMBEDDED_OVERRIDES,
     SECTIONS,
     ParamsError,
     load_params,
@@ -58,7 +58,7 @@ def test_params_yaml_restates_the_dataclass_defaults(name):
     undeclared = {k: v for k, v in differences(name, PARAMS).items() if k not in EMBEDDED_OVERRIDES}
     assert not undeclared, "params.yaml differs from the dataclass default (params.yaml, default): " + ", ".join(
         f"{k}: {a!r} vs {b!r}" for k, (a, b) in undeclared.items()) + \
-        " -- fix one of them, or declare the key in termagent.params.EMBEDDED_OVERRIDES"
+        " -- fix one of them, or declare the key in termagent.embedded_overrides.EMBEDDED_OVERRIDES"
 
 
 def test_every_declared_override_is_a_real_difference():

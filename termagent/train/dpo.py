@@ -130,10 +130,10 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
         model = load_model(base_dir, sft_adapter, trainable=True)
     if not rows:
         message = (f"dpo: no usable preference pair in {params.dataset} ({counts}); the datasets stage found no "
-                   "passing/failing pair. Set dpo.skip_if_empty: true to pass the SFT adapter through.")
+                   "passing/failing pair")
         if not params.skip_if_empty:
-            raise ValueError(message)
-        log.warning(message)
+            raise ValueError(message + ". Set dpo.skip_if_empty: true to pass the SFT adapter through.")
+        log.warning(message + "; dpo.skip_if_empty: the SFT adapter passes through unchanged")
         save_adapter(model, tokenizer, out_dir, manifest={"stage": stage, "skipped": "empty input",
                                                             "init_adapter": str(sft_adapter), "pairs": counts})
         metrics = {"skipped": True, "pairs": counts, "adapter_tensors_changed": 0}
