@@ -38,6 +38,10 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     "sft.datasets": "CPU profile: the demos plus the API-ranked set built from our own GRPO rollouts",
     **{f"dpo.{key}": "CPU profile: short pairs, a high rate and small accumulation for the tiny model"
        for key in ("max_length", "learning_rate", "gradient_accumulation_steps")},
+    "dpo.num_train_epochs": "CPU profile: the 8-step GRPO run yields a handful of pairs, one optimizer step per "
+                            "epoch; two epochs are two steps",
+    "dpo.warmup_ratio": "CPU profile: in a run of a few steps the warmup's first step has learning rate 0 (one "
+                        "step of one: no update at all, which the stage now refuses)",
     "dpo.skip_if_empty": "CPU profile: a short GRPO run may yield no pair; the SFT adapter then passes through",
     "grpo.num_generations": "CPU profile: groups of 4 (8 on the H100) keep a step within a minute on 2 cores",
     "grpo.gradient_accumulation_steps": "CPU profile: 4 x 2 = 2 prompts x 4 replies per step",

@@ -261,6 +261,16 @@ def adapter_state(model, adapter_name: str = "default") -> dict[str, torch.Tenso
             if ("lora_" in name or "modules_to_save" in name) and f".{adapter_name}." in name}
 
 
+def require_update(stage: str, changed: int, total: int, steps: int) -> None:
+    """Fail a training stage whose optimizer steps left every trained tensor as it was: saving that as a
+    trained model would pass the start model off as trained (the usual cause: a schedule at 0 throughout,
+    e.g. a warmup as long as a one-step run)."""
+    if steps > 0 and total > 0 and changed == 0:
+        raise RuntimeError(f"{stage}: {steps} optimizer step(s) changed none of the {total} trained tensors; "
+                           "the learning rate was 0 at every step (a warmup as long as the run?) or every "
+                           "gradient was 0. Nothing saved: fix learning_rate / warmup_ratio / the step count")
+
+
 # -- dvclive ------------------------------------------------------------------------------------------------
 def dvclive_callback(stage_metrics_dir: str | Path, step_offset: int = 0):
     """A transformers DVCLiveCallback writing `<dir>/dvclive/` (plots/metrics/*.tsv, metrics.json) without

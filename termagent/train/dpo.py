@@ -27,6 +27,7 @@ from termagent.train.common import (
     load_model,
     load_tokenizer,
     plot_curves,
+    require_update,
     save_adapter,
     seed_everything,
     training_kwargs,
@@ -162,6 +163,7 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
             shutil.rmtree(scratch, ignore_errors=True)
     after = adapter_state(trainer.model)
     changed = sum(not after[k].equal(before[k]) for k in before)
+    require_update(stage, changed, len(before), trainer.state.global_step)
     with timer.phase("save"):
         save_adapter(trainer.model, tokenizer, out_dir,
                      manifest={"stage": stage, "base": str(base_dir), "init_adapter": str(sft_adapter),

@@ -28,6 +28,7 @@ from termagent.train.common import (
     load_model,
     load_tokenizer,
     plot_curves,
+    require_update,
     save_adapter,
     seed_everything,
     training_kwargs,
@@ -353,6 +354,7 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
                                step_offset=window_steps)
     after = _trained_state(trainer.model, params.full_finetune)
     changed = sum(not after[k].equal(before[k]) for k in before)
+    require_update(stage, changed, len(before), trainer.state.global_step)
     with timer.phase("save"):
         manifest = {"stage": stage, "base": str(base_dir), "init_adapter": str(init_adapter) if init_adapter else None,
                     "params": asdict(params), "datasets": counts}

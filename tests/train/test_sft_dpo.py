@@ -161,6 +161,16 @@ def test_dpo_trains_from_the_sft_adapter(sft_run, tiny_model_dir, tmp_path):
     assert sft.keys() == dpo.keys() and any(not sft[k].equal(dpo[k]) for k in sft)
 
 
+def test_dpo_whose_steps_change_nothing_fails_instead_of_saving(sft_run, tiny_model_dir, tmp_path):
+    # one step under a warmup as long as the run: the learning rate is 0, the adapter stays the SFT one
+    root, _ = sft_run
+    params = DPOParams(dataset=str(dpo_file(tmp_path / "d.jsonl")), max_length=512, max_steps=1,
+                       gradient_accumulation_steps=1, learning_rate=1e-2, warmup_ratio=0.1)
+    with pytest.raises(RuntimeError, match="1 optimizer step.*changed none of the"):
+        train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
+    assert not (tmp_path / "dpo" / "adapter_config.json").exists()
+
+
 def test_dpo_empty_input_fails_clearly_or_skips(sft_run, tiny_model_dir, tmp_path):
     root, _ = sft_run
     (tmp_path / "empty.jsonl").write_text("")
