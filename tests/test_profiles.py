@@ -38,6 +38,34 @@ def typed(name):
     return section(H100, name, section_class(name), file="params.yaml+h100")
 
 
+# Embedded overrides the H100 profile may inherit from params.yaml, each with why that is right there.
+H100_INHERITS = {
+    "grpo.round2.gradient_accumulation_steps": "4 x 4 per step is the H100's round-2 shape too",
+    "demos.concurrency": "oracle episodes wait on the terminal; 6 containers are as good on a GPU host",
+}
+
+
+def test_h100_restates_every_embedded_override_it_does_not_mean_to_inherit():
+    # A key params.yaml sets for the tiny CPU model (termagent.embedded_overrides) and the profile leaves out
+    # reaches the real run unnoticed (sft.rename_copies once did). The warmup is off on the H100.
+    from termagent.embedded_overrides import EMBEDDED_OVERRIDES
+
+    profile = yaml.safe_load((REPO / "profiles/h100.yaml").read_text())
+
+    def restated(key):
+        node = profile
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return False
+            node = node[part]
+        return True
+
+    leaked = sorted(k for k in EMBEDDED_OVERRIDES
+                    if not k.startswith("warmup.") and k not in H100_INHERITS and not restated(k))
+    assert leaked == [], f"profiles/h100.yaml inherits these CPU-profile values: {leaked}"
+    assert typed("sft").rename_copies == 0 and typed("datasets").fail_threshold == 0.3
+
+
 def test_h100_holds_the_design_configuration():
     base, serve, ev = typed("base_model"), typed("serve"), typed("eval")
     assert (base.source, base.hf_id) == ("hf", "nvidia/Nemotron-Terminal-8B")
