@@ -57,8 +57,9 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                         "caches (metrics/bench_batching.json)",
     "demos.concurrency": "CPU profile: oracle episodes mostly wait on the terminal; 6 containers keep 2 cores busy",
     "mt_grpo.learning_rate": "CPU profile: 20x the H100 rate so a few steps move the tiny model",
-    **{f"mt_grpo.{key}": "CPU profile: 3 steps of 2 groups x 4 trajectories (8 episodes, one batched rollout): "
-                         "groups of 2 on one task per step gave the tiny model zero reward std, no gradient"
+    **{f"mt_grpo.{key}": "CPU profile: 6 steps of 2 groups x 4 trajectories (8 episodes, one batched rollout), "
+                         "one pass over the 11 curated tasks; groups of 2 on one task per step (2 steps) gave the "
+                         "tiny model zero reward std, no gradient"
        for key in ("max_steps", "num_generations", "tasks_per_step")},
     "datasets.fail_threshold": "CPU profile: the tiny model's replies mostly leave the input untouched and score "
                                "0.5 (pytest partial credit); under 0.3 the 8-step GRPO run yields no DPO pair",
