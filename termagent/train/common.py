@@ -261,14 +261,16 @@ def adapter_state(model, adapter_name: str = "default") -> dict[str, torch.Tenso
             if ("lora_" in name or "modules_to_save" in name) and f".{adapter_name}." in name}
 
 
-def require_update(stage: str, changed: int, total: int, steps: int) -> None:
-    """Fail a training stage whose optimizer steps left every trained tensor as it was: saving that as a
-    trained model would pass the start model off as trained (the usual cause: a schedule at 0 throughout,
-    e.g. a warmup as long as a one-step run)."""
-    if steps > 0 and total > 0 and changed == 0:
-        raise RuntimeError(f"{stage}: {steps} optimizer step(s) changed none of the {total} trained tensors; "
+def require_update(stage: str, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], steps: int) -> int:
+    """How many trained tensors (`adapter_state`-like snapshots before and after training) changed. Fails a
+    run whose optimizer steps changed none: saving it would pass the start model off as trained (the usual
+    cause: a schedule at 0 throughout, e.g. a warmup as long as a one-step run)."""
+    changed = sum(not after[k].equal(before[k]) for k in before)
+    if steps > 0 and before and changed == 0:
+        raise RuntimeError(f"{stage}: {steps} optimizer step(s) changed none of the {len(before)} trained tensors; "
                            "the learning rate was 0 at every step (a warmup as long as the run?) or every "
                            "gradient was 0. Nothing saved: fix learning_rate / warmup_ratio / the step count")
+    return changed
 
 
 # -- dvclive ------------------------------------------------------------------------------------------------

@@ -161,9 +161,7 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
             result = trainer.train()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
-    after = adapter_state(trainer.model)
-    changed = sum(not after[k].equal(before[k]) for k in before)
-    require_update(stage, changed, len(before), trainer.state.global_step)
+    changed = require_update(stage, before, adapter_state(trainer.model), trainer.state.global_step)
     with timer.phase("save"):
         save_adapter(trainer.model, tokenizer, out_dir,
                      manifest={"stage": stage, "base": str(base_dir), "init_adapter": str(sft_adapter),

@@ -352,9 +352,8 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
                                accumulation=params.gradient_accumulation_steps, max_length=params.max_length,
                                learning_rate=params.learning_rate, lr_scheduler_type=params.lr_scheduler_type,
                                step_offset=window_steps)
-    after = _trained_state(trainer.model, params.full_finetune)
-    changed = sum(not after[k].equal(before[k]) for k in before)
-    require_update(stage, changed, len(before), trainer.state.global_step)
+    changed = require_update(stage, before, _trained_state(trainer.model, params.full_finetune),
+                             trainer.state.global_step)
     with timer.phase("save"):
         manifest = {"stage": stage, "base": str(base_dir), "init_adapter": str(init_adapter) if init_adapter else None,
                     "params": asdict(params), "datasets": counts}
