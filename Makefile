@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= mt_grpo_eval report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache
 
 setup:
 	@bash scripts/setup.sh
@@ -54,6 +54,9 @@ bench-generated: setup
 
 bench-batching: setup
 	$(PY) scripts/bench_batching.py --out metrics/bench_batching.json --max-tasks 8 --attempts 1 --modes serialised,batched
+
+bench-kv-cache: setup
+	$(PY) scripts/bench_kv_cache.py --out metrics/bench_kv_cache.json
 
 lint: setup
 	$(VENV)/bin/ruff check termagent stages tests scripts

@@ -23,11 +23,17 @@ temperature) of the chosen tokens, as `HFPolicy` reports them. Greedy rows equal
 
 The cache is only valid for fixed weights: a policy whose weights change (an RL trainer's model) must
 `clear()` it after every update, or not use it.
+
+The running batch's keys and values live in buffers with room to grow (`GrowingLayer`): a decode step writes
+its token in place, where transformers' `DynamicLayer` would `torch.cat` every row's whole cache once per token
+per layer. The logits are bit-identical; the step is 1.2–1.6x faster at 2,000 cached tokens
+(`scripts/bench_kv_cache.py`, metrics/bench_kv_cache.json).
 """
 
 from __future__ import annotations
 
 import collections
+import functools
 from dataclasses import dataclass, field
 
 import torch
@@ -55,6 +61,56 @@ class Row:
 
     def decoded(self) -> Decoded:
         return Decoded(ids=self.ids, logprobs=self.logprobs, stopped=self.stopped, cached_prefix=self.cached_prefix)
+
+
+@functools.cache
+def _growing_layer_class():
+    """The layer class, built on first use (transformers is imported lazily here, as everywhere in the module)."""
+    from transformers.cache_utils import DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        """A `DynamicLayer` whose keys/values are views of buffers with spare positions: `update` writes the new
+        states in place and grows the buffers by half when full (amortised O(1) per token), instead of
+        re-allocating and copying the whole cache on every token. Only `update` keeps the buffers in step:
+        nothing here calls the layer's crop/reorder methods (they would replace the views)."""
+
+        def __init__(self, spare: int):
+            super().__init__()
+            self.spare = max(1, int(spare))
+            self.length = 0
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+            n = self.length + key_states.shape[-2]
+            if not self.is_initialized or n > self._keys.shape[-2]:
+                capacity = max(n + self.spare, n * 3 // 2) if self.is_initialized else n + self.spare
+                shape = (*key_states.shape[:2], capacity, key_states.shape[-1])
+                keys, values = key_states.new_empty(shape), value_states.new_empty(shape)
+                if self.is_initialized:
+                    keys[:, :, : self.length] = self._keys[:, :, : self.length]
+                    values[:, :, : self.length] = self._values[:, :, : self.length]
+                self._keys, self._values = keys, values
+                self.device, self.is_initialized = key_states.device, True
+            self._keys[:, :, self.length : n] = key_states
+            self._values[:, :, self.length : n] = value_states
+            self.length = n
+            self.keys, self.values = self._keys[:, :, :n], self._values[:, :, :n]
+            return self.keys, self.values
+
+    return GrowingLayer
+
+
+def growing_cache(layers: list[tuple[torch.Tensor, torch.Tensor]], spare: int):
+    """A `DynamicCache` holding `layers` (per-layer keys, values) in `GrowingLayer`s with `spare` free positions."""
+    from transformers import DynamicCache
+
+    layer_class = _growing_layer_class()
+    cache = DynamicCache()
+    cache.layers = []
+    for k, v in layers:
+        layer = layer_class(spare)
+        layer.update(k, v)
+        cache.layers.append(layer)
+    return cache
 
 
 class DecodeBatch:
@@ -160,8 +216,6 @@ class CachedDecoder:
     def join(self, batch: DecodeBatch, prompts: list[list[int]], max_tokens: int, tag=None) -> list[Row]:
         """Prefill `prompts` (each alone, from its longest cached prefix) and add them to `batch`; they
         take part from the next `step`. Returns their rows."""
-        from transformers import DynamicCache
-
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
         device = next(self.model.parameters()).device
@@ -181,7 +235,7 @@ class CachedDecoder:
                     ok, ov = (torch.nn.functional.pad(t, (0, 0, grow, 0)) for t in old[i])
                     k, v = torch.cat([ok, k]), torch.cat([ov, v])
                 merged.append((k, v))
-            batch.cache = DynamicCache(ddp_cache_data=merged)
+            batch.cache = growing_cache(merged, spare=max(r.max_tokens - len(r.ids) for r in [*batch.rows, row]))
             row_mask = torch.tensor([[0] * pad + [1] * row.length], device=device)
             if batch.rows:
                 old_mask = torch.nn.functional.pad(batch.mask, (grow, 0))
@@ -198,8 +252,6 @@ class CachedDecoder:
     def step(self, batch: DecodeBatch, temperature: float, top_p: float = 1.0) -> list[Row]:
         """Sample one token for every row; rows that end leave the batch (their caches are stored) and are
         returned; the others are fed their token (one forward for all of them)."""
-        from transformers import DynamicCache
-
         if not batch.rows:
             return []
         device = batch.mask.device
@@ -227,8 +279,8 @@ class CachedDecoder:
             index = torch.tensor(keep, device=device)
             # drop the columns every remaining row pads
             first = int((batch.mask.index_select(0, index).sum(0) > 0).nonzero()[0])
-            batch.cache = DynamicCache(ddp_cache_data=[(k.index_select(0, index)[:, :, first:],
-                                                        v.index_select(0, index)[:, :, first:]) for k, v in layers])
+            batch.cache = growing_cache([(k.index_select(0, index)[:, :, first:], v.index_select(0, index)[:, :, first:])
+                                         for k, v in layers], spare=max(r.max_tokens - len(r.ids) for r in batch.rows))
             batch.mask = batch.mask.index_select(0, index)[:, first:]
             batch.width -= first
             tokens = tokens.index_select(0, index)

@@ -119,3 +119,34 @@ def test_seeded_calls_are_reproducible_through_the_continuous_batcher(cached):
     a = batching.generate([SHORT], max_tokens=8, temperature=1.0, seed=5)[0]
     b = batching.generate([SHORT], max_tokens=8, temperature=1.0, seed=5)[0]
     assert a.completion_ids == b.completion_ids
+
+
+def test_growing_cache_decodes_bit_identical_logits_to_dynamic_cache_and_grows_in_place(tiny_model_dir):
+    from transformers import AutoModelForCausalLM, DynamicCache
+
+    from termagent.policy.kv import growing_cache
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    torch.manual_seed(0)
+    ids, mask = torch.randint(0, 200, (3, 40)), torch.ones(3, 40, dtype=torch.long)
+    mask[1, :7] = 0  # a left-padded row, as in a running batch
+    with torch.no_grad():
+        plain = DynamicCache()
+        first = model(input_ids=ids, attention_mask=mask, cache=plain, use_cache=True).logits[:, -1]
+        grown = growing_cache([(k.clone(), v.clone()) for k, v, *_ in plain], spare=3)
+        buffers = [layer._keys for layer in grown.layers]
+        tokens = first.argmax(-1)
+        for step in range(8):  # spare 3: the buffers grow during the loop
+            mask = torch.cat([mask, torch.ones(3, 1, dtype=mask.dtype)], 1)
+            positions = torch.full((3, 1), 40 + step) - torch.tensor([[0], [7], [0]])
+            kwargs = dict(input_ids=tokens[:, None], attention_mask=mask, position_ids=positions, use_cache=True)
+            want = model(**kwargs, cache=plain).logits[:, -1]
+            got = model(**kwargs, cache=grown).logits[:, -1]
+            assert torch.equal(want, got), f"step {step}: logits differ"
+            tokens = want.argmax(-1)
+        for layer, (k, v, *_) in zip(grown.layers, plain):
+            assert torch.equal(layer.keys, k) and torch.equal(layer.values, v)
+            assert layer.keys.shape[-2] == 48
+        assert grown.get_seq_length() == plain.get_seq_length() == 48
+        assert all(layer._keys is not before for layer, before in zip(grown.layers, buffers))  # regrown
+        assert all(layer._keys.shape[-2] > 48 for layer in grown.layers)  # with room to spare
