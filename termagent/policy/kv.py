@@ -26,7 +26,7 @@ The cache is only valid for fixed weights: a policy whose weights change (an RL 
 
 The running batch's keys and values live in buffers with room to grow (`GrowingLayer`): a decode step writes
 its token in place, where transformers' `DynamicLayer` would `torch.cat` every row's whole cache once per token
-per layer. The logits are bit-identical; the step is 1.2–1.6x faster at 2,000 cached tokens
+per layer. The logits are bit-identical; a decode step is 1.2–1.6x faster at 500–4,000 cached tokens
 (`scripts/bench_kv_cache.py`, metrics/bench_kv_cache.json).
 """
 
