@@ -139,7 +139,7 @@ def test_growing_cache_decodes_bit_identical_logits_to_dynamic_cache_and_grows_i
         for step in range(8):  # spare 3: the buffers grow during the loop
             mask = torch.cat([mask, torch.ones(3, 1, dtype=mask.dtype)], 1)
             positions = torch.full((3, 1), 40 + step) - torch.tensor([[0], [7], [0]])
-            kwargs = dict(input_ids=tokens[:, None], attention_mask=mask, position_ids=positions, use_cache=True)
+            kwargs = {"input_ids": tokens[:, None], "attention_mask": mask, "position_ids": positions, "use_cache": True}
             want = model(**kwargs, cache=plain).logits[:, -1]
             got = model(**kwargs, cache=grown).logits[:, -1]
             assert torch.equal(want, got), f"step {step}: logits differ"
