@@ -104,8 +104,7 @@ def growing_cache(layers: list[tuple[torch.Tensor, torch.Tensor]], spare: int):
     from transformers import DynamicCache
 
     layer_class = _growing_layer_class()
-    cache = DynamicCache()
-    cache.layers = []
+    cache = DynamicCache()  # no layers yet: they are appended below
     for k, v in layers:
         layer = layer_class(spare)
         layer.update(k, v)

@@ -150,3 +150,23 @@ def test_growing_cache_decodes_bit_identical_logits_to_dynamic_cache_and_grows_i
         assert grown.get_seq_length() == plain.get_seq_length() == 48
         assert all(layer._keys is not before for layer, before in zip(grown.layers, buffers))  # regrown
         assert all(layer._keys.shape[-2] > 48 for layer in grown.layers)  # with room to spare
+
+
+def test_the_running_batch_writes_each_token_into_its_growing_cache_in_place(cached):
+    # CachedDecoder's batch (join, and the rebuild when a row leaves) runs over GrowingLayers, and a decode step
+    # with no join or leave keeps every layer's buffer where it was: no per-token copy of the cache.
+    from termagent.policy.kv import DecodeBatch, _growing_layer_class
+
+    decoder, layer_class = cached._decoder, _growing_layer_class()
+    batch = DecodeBatch()
+    decoder.join(batch, [list(range(10, 40))], max_tokens=2)
+    decoder.join(batch, [list(range(50, 70))], max_tokens=8)
+    assert all(isinstance(layer, layer_class) for layer in batch.cache.layers)
+    while len(batch.rows) == 2:  # the first row leaves after its 2 tokens (or at an end-of-sequence token)
+        decoder.step(batch, temperature=0.0)
+    assert len(batch.rows) == 1 and all(isinstance(layer, layer_class) for layer in batch.cache.layers)
+    buffers = [layer._keys.data_ptr() for layer in batch.cache.layers]
+    length = batch.cache.get_seq_length()
+    decoder.step(batch, temperature=0.0)
+    assert batch.rows and batch.cache.get_seq_length() == length + 1  # the second row (8 tokens) still decodes
+    assert [layer._keys.data_ptr() for layer in batch.cache.layers] == buffers
