@@ -30,6 +30,10 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                                 "memorised across passes, only copied (issue 9)",
     "warmup.window_micro_batches": "CPU profile: the windows' random batch of 16 in 4 length-balanced "
                                    "micro-batches: the same step with 1.04x padding instead of 1.79x",
+    **{f"warmup.{key}": "CPU profile: the window phase measures the copy of a stem's number on held-out renamed "
+                        "windows and ends once it reaches 0.7 (it emerged at a run-dependent step, or not at all, "
+                        "within 1,566 fixed steps: issue 10)"
+       for key in ("window_copy_eval_every", "window_copy_target")},
     "warmup.enabled": "CPU profile: the random-init tiny model must learn the format before GRPO can score it",
     **{f"{stage}.per_device_train_batch_size": "CPU profile: 4 short conversations per step keep the 2 cores busy"
        for stage in ("warmup", "sft")},

@@ -319,7 +319,7 @@ def test_window_micro_batches_take_the_random_batch_step_with_less_padding(tiny_
                for i, n in enumerate([6, 60, 9, 45, 12, 30, 7, 52] * 2)]
 
     def fit(micro_batches: int):
-        trainer, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
+        trainer, _, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
                           small_sft(demos_file, max_steps=1, full_finetune=True, logging_steps=1), tmp_path,
                           stage="test", epochs=1.0, batch_size=16, accumulation=1, max_length=1024,
                           learning_rate=1e-3, lr_scheduler_type="constant", micro_batches=micro_batches)
@@ -358,7 +358,7 @@ def test_window_batches_carry_loss_on_their_turn_only(tiny_model_dir, demos_file
 
     tokenizer = load_tokenizer(tiny_model_dir)
     windows = context_windows(tokenizer, [CONVERSATION], context=8)
-    trainer, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
+    trainer, _, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
                       small_sft(demos_file, max_steps=1, full_finetune=True), tmp_path, stage="test", epochs=1.0,
                       batch_size=2, accumulation=1, max_length=1024, learning_rate=1e-3,
                       lr_scheduler_type="constant")
