@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from termagent.train.augment import with_renamed_copies
-from termagent.train.copy_monitor import HELD_OUT_SEED, CopyMonitor, copy_accuracy, held_out_windows
 from termagent.train.common import (
     LoraParams,
     StageTimer,
@@ -35,6 +34,7 @@ from termagent.train.common import (
     training_kwargs,
     write_stage_metrics,
 )
+from termagent.train.copy_monitor import HELD_OUT_SEED, CopyMonitor, copy_accuracy, held_out_windows
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from termagent.train.common import load_model, load_tokenizer, read_dvclive_series
 from termagent.train.copy_monitor import CopyMonitor, copy_accuracy, copy_targets, held_out_windows
@@ -31,7 +32,7 @@ def _windows(copies: int = 4) -> list[dict]:
 def test_copy_accuracy_is_greedy_accuracy_at_the_targets(tiny_model_dir):
     model = load_model(tiny_model_dir, trainable=False)
     windows = _windows(3)
-    logits = model(input_ids=__import__("torch").tensor([windows[0]["input_ids"]])).logits
+    logits = model(input_ids=torch.tensor([windows[0]["input_ids"]])).logits
     greedy_right = int(logits[0, 7].argmax()) == 41
     assert copy_accuracy(model, windows, pad_id=0) == (1.0 if greedy_right else 0.0)
     # padding a shorter window into the batch changes nothing (right padding, causal model)
@@ -75,7 +76,7 @@ def _train(tiny_model_dir, tmp_path, monkeypatch, target: float, steps: int = 30
     ids = tokenizer.apply_chat_template(conversation, tokenize=True)
     ids = list(ids["input_ids"] if hasattr(ids, "keys") else ids)
     held = [{"input_ids": ids, "targets": [len(ids) - 3]}]  # a reply token the run will learn
-    import termagent.train.sft as sft
+    from termagent.train import sft
 
     monkeypatch.setattr(sft, "held_out_windows", lambda *a, **k: held)  # the held-out set: this window
     params = SFTParams(datasets=[str(demos)], max_length=256, max_steps=steps, full_finetune=True,
