@@ -52,7 +52,7 @@ def held_out_windows(tokenizer, conversations: list[list[dict]], *, context: int
                      max_windows: int) -> list[dict]:
     """Windows ({input_ids, targets}) of renamed copies of the conversations that name pool entities, drawn
     with `seed` (not a training pass's), keeping those with at least one copy target; at most `max_windows`."""
-    from termagent.train.sft import context_windows
+    from termagent.train.sft import context_windows  # here, not at the top: sft imports this module
 
     rng = random.Random(seed)
     named = [c for c in conversations if c and entity_names(c[0]["content"].split("\nTask:\n", 1)[-1])]
