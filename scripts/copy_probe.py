@@ -35,6 +35,7 @@ import torch
 
 from termagent import atomic
 from termagent.train.augment import entity_names, name_pattern, rename_conversation
+from termagent.train.copy_monitor import number_token_ids
 from termagent.train.sft import context_windows
 
 
@@ -155,8 +156,7 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
     pad_id = tokenizer.pad_token_id or 0
     number_ids = torch.tensor(sorted(i for tok, i in tokenizer.get_vocab().items() if tok.isdigit()))
     # pre_tokenizer stems: the number carries its underscore (`_78`), one token right after the stem's word
-    stem_number_ids = torch.tensor(sorted(i for tok, i in tokenizer.get_vocab().items()
-                                          if tok[:1] == "_" and tok[1:].isdigit()), dtype=torch.long)
+    stem_number_ids = torch.tensor(sorted(number_token_ids(tokenizer)), dtype=torch.long)
     underscore = tokenizer.convert_tokens_to_ids("_")
 
     @torch.no_grad()

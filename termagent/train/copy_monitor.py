@@ -81,15 +81,13 @@ def copy_accuracy(model, windows: list[dict], *, pad_id: int, batch_size: int = 
             chunk = windows[start : start + batch_size]
             width = max(len(w["input_ids"]) for w in chunk)
             ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
-            attention = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, w in enumerate(chunk):  # right padding: a causal model's earlier positions never see it
+            for row, w in enumerate(chunk):  # right padding: no target position of a causal model sees it
                 ids[row, : len(w["input_ids"])] = torch.tensor(w["input_ids"])
-                attention[row, : len(w["input_ids"])] = 1
-            logits = model(input_ids=ids.to(device), attention_mask=attention.to(device)).logits
+            ids = ids.to(device)
+            predicted = model(input_ids=ids).logits.argmax(-1)
             for row, w in enumerate(chunk):
                 at = torch.tensor(w["targets"], device=device)
-                predicted = logits[row, at - 1].argmax(-1)
-                right += int((predicted == ids[row, at.cpu()].to(device)).sum())
+                right += int((predicted[row, at - 1] == ids[row, at]).sum())
                 total += len(w["targets"])
     finally:
         model.train(was_training)

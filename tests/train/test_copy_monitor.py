@@ -30,16 +30,23 @@ def _windows(copies: int = 4) -> list[dict]:
 
 
 def test_copy_accuracy_is_greedy_accuracy_at_the_targets(tiny_model_dir):
+    """Windows whose target token is, or is not, the model's own greedy prediction at that position (a causal
+    model's logits at t - 1 do not depend on the token at t): the accuracy is the known share of right ones."""
     model = load_model(tiny_model_dir, trainable=False)
-    windows = _windows(3)
-    logits = model(input_ids=torch.tensor([windows[0]["input_ids"]])).logits
-    greedy_right = int(logits[0, 7].argmax()) == 41
-    assert copy_accuracy(model, windows, pad_id=0) == (1.0 if greedy_right else 0.0)
-    # padding a shorter window into the batch changes nothing (right padding, causal model)
-    short = {"input_ids": [11, 40, 41, 40, 41], "targets": [4]}
-    alone = copy_accuracy(model, [short], pad_id=0)
-    together = copy_accuracy(model, [short] + windows, pad_id=0, batch_size=4)
-    assert together == pytest.approx((alone + 3 * (1.0 if greedy_right else 0.0)) / 4)
+
+    def window(prefix: list[int], right: bool) -> dict:
+        greedy = int(model(input_ids=torch.tensor([prefix])).logits[0, -1].argmax())
+        return {"input_ids": prefix + [greedy if right else (greedy + 1) % 100 + 3, 16], "targets": [len(prefix)]}
+
+    long_prefix, short_prefix = [11, 12, 13, 40, 41, 14, 15, 40], [11, 40, 41, 40]
+    right, wrong = window(long_prefix, True), window(long_prefix, False)
+    assert copy_accuracy(model, [right], pad_id=0) == 1.0
+    assert copy_accuracy(model, [wrong], pad_id=0) == 0.0
+    assert copy_accuracy(model, [right, wrong, wrong, right], pad_id=0) == 0.5
+    # a shorter window padded into the batch changes nothing (right padding, causal model)
+    short = window(short_prefix, True)
+    assert copy_accuracy(model, [short, right, wrong], pad_id=0, batch_size=4) == pytest.approx(2 / 3)
+    assert copy_accuracy(model, [wrong, short, wrong, wrong], pad_id=0, batch_size=2) == 0.25
     assert copy_accuracy(model, [], pad_id=0) is None
 
 
