@@ -13,6 +13,9 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     "agent.max_turns": "CPU profile: the tiny model rarely ends a task; 8 turns keep base_eval within minutes",
     "agent.max_output_tokens": "CPU profile: 98 % of the demos' replies fit 256 tokens (median 59); the random "
                                "base model writes to the cap every turn, so the cap sets base_eval's cost",
+    "agent.max_failed_replies": "CPU profile: the random base model never writes a usable reply; 3 failed "
+                                "replies in a row end its episode instead of 8 turns of 256 tokens (base_eval's "
+                                "cost). No trained model's eval trial had more than 3 in a row (stop 23's evals)",
     # The tiny random-init model learns the Terminus format only from many passes at a high rate on short
     # sequences; the dataclass keeps DESIGN.md §4's values for a real model.
     **{f"{stage}.{key}": "CPU profile: the tiny model needs many passes at a high rate on short sequences"

@@ -13,6 +13,11 @@ class AgentConfig:
     max_turns: int = 30  # model calls per episode (parse errors and cut-off replies count)
     max_output_tokens: int = 1024  # sent as max_tokens on every call; a longer reply stops with "length"
     temperature: float = 0.7
+    # End the episode after this many replies in a row that ran nothing (a hard parse error, or cut off at
+    # max_output_tokens): ended_by "failed_replies", and the verifier grades the container as it is. None:
+    # no such limit (Terminus-2). A model that writes no usable reply three times running has given up; the
+    # rest of its turn budget only costs decoding (the random base model writes max_output_tokens every turn).
+    max_failed_replies: int | None = None
     seed: int | None = None  # passed to the policy (reproducible sampling where the backend honours it)
     # Context management. The limit is the policy's own (its tokenizer and model) unless overridden here;
     # when neither knows it, only a context-length error from the backend triggers a reduction.
@@ -32,6 +37,8 @@ class AgentConfig:
         problems = []
         if self.max_turns < 1:
             problems.append(f"max_turns must be >= 1, got {self.max_turns}")
+        if self.max_failed_replies is not None and self.max_failed_replies < 1:
+            problems.append(f"max_failed_replies must be >= 1 or null, got {self.max_failed_replies}")
         if self.max_output_tokens < 1:
             problems.append(f"max_output_tokens must be >= 1, got {self.max_output_tokens}")
         if self.context_strategy not in ("summarize", "drop_oldest", "end"):

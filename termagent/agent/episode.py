@@ -5,7 +5,7 @@
            completion_ids?, logprobs?, parse_ok, warnings, errors, fixes, response, keystrokes, rc,
            task_complete, observation, terminal_incremental, t_start, t_end, gen_s, exec_s}],
     n_turns, tokens{in, out}, summarizations[...], error{class, message} | null,
-    ended_by ("task_complete" | "max_turns" | "timeout" | "context_limit" | "error"), wall_s
+    ended_by ("task_complete" | "max_turns" | "failed_replies" | "timeout" | "context_limit" | "error"), wall_s
 
 `reward` and `rewards` are filled in by the caller after the verifier ran.
 

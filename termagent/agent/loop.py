@@ -7,6 +7,8 @@ the next user message. As in Terminus-2:
 - the first `task_complete: true` runs its commands and asks for confirmation; only a second one in a
   row ends the episode (a parse error in between does not reset the question);
 - a reply cut off at max_tokens (`finish_reason == "length"`) runs nothing and the model is told why;
+- `max_failed_replies` such replies in a row (hard parse errors or cut off) end the episode with ended_by
+  "failed_replies" (off by default, as in Terminus-2);
 - a context-length error from the backend runs nothing: the context is reduced (summary, or the oldest
   turns dropped), the model is told, and the episode goes on (context_strategy "end": the episode ends
   with ended_by "context_limit").
@@ -59,6 +61,7 @@ class TerminusAgent:
             history: list[dict] = []
             pending = task_prompt
             awaiting_confirmation = False
+            failed_in_row = 0  # replies in a row that ran nothing (parse error or cut off)
             for index in range(config.max_turns):
                 if stop_at is not None and time.monotonic() >= stop_at:
                     record.ended_by = "timeout"
@@ -88,12 +91,19 @@ class TerminusAgent:
                             warnings=parsed.warnings, errors=parsed.errors, fixes=parsed.fixes,
                             response=parsed.response.to_dict() if parsed.response else None)
 
-                if generation.finish_reason == "length":
-                    pending = format_observation(output_cut=True, max_output_tokens=config.max_output_tokens,
-                                                 warnings=parsed.warnings)
-                elif not parsed.ok:
-                    pending = format_observation(errors=parsed.errors, warnings=parsed.warnings)
+                if generation.finish_reason == "length" or not parsed.ok:
+                    if generation.finish_reason == "length":
+                        pending = format_observation(output_cut=True, max_output_tokens=config.max_output_tokens,
+                                                     warnings=parsed.warnings)
+                    else:
+                        pending = format_observation(errors=parsed.errors, warnings=parsed.warnings)
+                    failed_in_row += 1
+                    if config.max_failed_replies is not None and failed_in_row >= config.max_failed_replies:
+                        turn.update(observation=None, t_end=time.time())
+                        record.ended_by = "failed_replies"
+                        break
                 else:
+                    failed_in_row = 0
                     response = parsed.response
                     turn["keystrokes"] = [{"keystrokes": c.keystrokes, "duration": c.duration}
                                           for c in response.commands]

@@ -81,7 +81,7 @@ def local_protocol(agent_cfg, tasks: list, *, agent: str, context_limit: int | N
                 "verifier_sec": spread([t.verifier_timeout_sec for t in tasks]), "source": "task.toml"}
     return {"temperature": agent_cfg.temperature, "max_input_tokens": agent_cfg.context_limit or context_limit,
             "max_output_tokens": agent_cfg.max_output_tokens, "max_turns": agent_cfg.max_turns,
-            "context_strategy": agent_cfg.context_strategy, "timeouts": timeouts, "agent": agent}
+            "max_failed_replies": agent_cfg.max_failed_replies, "context_strategy": agent_cfg.context_strategy, "timeouts": timeouts, "agent": agent}
 
 
 def official_protocol(backend: str, section) -> dict[str, Any]:

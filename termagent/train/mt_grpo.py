@@ -48,6 +48,7 @@ from termagent.train.common import LoraParams
 
 log = logging.getLogger(__name__)
 
+# ended_by "failed_replies" (agent.max_failed_replies) is the model giving up, not a cut: kept.
 FILTERED_ENDINGS = {"max_turns": "max_turns", "timeout": "timeout", "context_limit": "context_limit"}
 
 

@@ -178,3 +178,23 @@ def test_context_length_error_from_the_backend_is_handled(sandbox, task, strateg
     following = expand_turns(episode)[refused[0]["index"] + 1]["messages_in"][-1]["content"]
     assert "exceeded the context window (1200 tokens)" in following
     assert episode["summarizations"][0]["trigger"] == "context_exceeded"
+
+
+def test_failed_replies_in_a_row_end_the_episode_and_the_container_is_still_graded(sandbox, task):
+    # Solved first, then three replies that run nothing (two parse errors and one cut off): the episode ends
+    # there, without the turns left, and the verifier grades what the container holds (solved: reward 1).
+    script = [SOLVE, "no json here", "{\"analysis\": ", (SOLVE[:20], "length"), DONE, DONE]
+    policy = ScriptedPolicy(script)
+    result, episode = run_episode(sandbox, task, policy, max_failed_replies=3, max_turns=8)
+    assert episode["ended_by"] == "failed_replies" and episode["n_turns"] == 4
+    assert policy.script == [DONE, DONE]  # nothing was asked after the third failed reply
+    assert expand_turns(episode)[-1]["observation"] is None
+    assert result.reward == 1.0
+
+
+def test_a_usable_reply_resets_the_failed_reply_count(sandbox, task):
+    script = ["no json", "still none", SOLVE, "no json", "none again", DONE, DONE]
+    result, episode = run_episode(sandbox, task, ScriptedPolicy(script), max_failed_replies=3)
+    assert episode["ended_by"] == "task_complete" and episode["n_turns"] == 7 and result.reward == 1.0
+    with pytest.raises(ValueError, match="max_failed_replies"):
+        AgentConfig(max_failed_replies=0)

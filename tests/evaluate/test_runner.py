@@ -37,7 +37,7 @@ def test_local_protocol_records_agent_settings_and_task_timeouts():
     mixed = same + [SimpleNamespace(agent_timeout_sec=120.0, verifier_timeout_sec=30.0)]
     protocol = local_protocol(agent_cfg, same, agent="termagent terminus", context_limit=8192)
     assert protocol == {"temperature": 0.3, "max_input_tokens": 8192, "max_output_tokens": 256, "max_turns": 5,
-                        "context_strategy": "summarize", "agent": "termagent terminus",
+                        "max_failed_replies": None, "context_strategy": "summarize", "agent": "termagent terminus",
                         "timeouts": {"agent_sec": 60.0, "verifier_sec": 30.0, "source": "task.toml"}}
     protocol = local_protocol(AgentConfig(context_limit=1000), mixed, agent="a", context_limit=8192)
     assert protocol["max_input_tokens"] == 1000  # the configured limit wins over the policy's

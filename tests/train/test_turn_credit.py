@@ -59,6 +59,8 @@ def test_alpha_zero_gives_the_outcome_advantage_and_group_scaling_uses_the_std()
 @pytest.mark.parametrize("trial, status", [
     ({"reward": 1.0, "agent_result": {"ended_by": "task_complete"}}, "kept"),
     ({"reward": 0.0, "agent_result": {"ended_by": "max_turns"}}, "max_turns"),
+    # the model gave up (replies in a row that ran nothing): its own failure, kept in the loss
+    ({"reward": 0.0, "agent_result": {"ended_by": "failed_replies"}}, "kept"),
     ({"reward": 0.0, "agent_result": {"ended_by": "context_limit"}}, "context_limit"),
     ({"reward": 0.0, "agent_result": {"ended_by": "timeout"}}, "timeout"),
     ({"reward": 0.0, "error": {"class": "AgentTimeoutError"}, "agent_result": None}, "timeout"),
