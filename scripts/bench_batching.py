@@ -24,6 +24,7 @@ import platform
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -103,7 +104,9 @@ def main(out: Path, model: str, params_file: str, concurrency: int, attempts: in
          repeats: int, modes: str) -> None:
     params = load_params(params_file)
     eval_cfg = section(params, "eval", EvalConfig, file=params_file)
-    agent_cfg = section(params, "agent", AgentConfig, file=params_file)
+    # Every turn decodes its whole budget: the random base's failed replies must not end its episodes after
+    # agent.max_failed_replies, or the benchmark would measure three turns of decoding instead of max_turns.
+    agent_cfg = replace(section(params, "agent", AgentConfig, file=params_file), max_failed_replies=None)
     sandbox_params = section(params, "sandbox", SandboxParams, file=params_file)
     attempts = attempts or eval_cfg.attempts
     max_tasks = eval_cfg.max_tasks if max_tasks is None else max_tasks

@@ -154,6 +154,19 @@ def test_a_reward_file_too_large_to_inline_is_read_through_the_engine(sandbox, m
     assert result.verifier_output == "tests ran\n"  # our timing and reward frames are not part of it
 
 
+@pytest.mark.docker
+def test_the_verifier_output_keeps_stderr_and_stdout_in_the_order_they_were_written(sandbox, make_task):
+    # The engine forwards a command's stdout and stderr as two streams, each on its own; read apart, an error
+    # line written just before the test script exits can arrive after the verifier's own trailer and be cut
+    # off with it (the "runner never started" check then lost its "command not found" line).
+    lines = [f"{'err' if i % 2 else 'out'} {i}" for i in range(200)]
+    body = "".join(f"echo '{line}'{' >&2' if line.startswith('err') else ''}\n" for line in lines)
+    test_sh = f"#!/bin/bash\n{body}echo 1 > /logs/verifier/reward.txt\necho 'last words' >&2\n"
+    result = run_trial(sandbox, make_task("interleaved", test_sh=test_sh), RecordingAgent())
+    assert result.error is None and result.reward == 1.0
+    assert result.verifier_output == "\n".join([*lines, "last words"]) + "\n"
+
+
 def test_inline_reward_block_is_used_only_when_whole():
     nonce = "__termagent_reward_0123456789abcdef"
     block = f"tests ran\n{nonce}\nreward.txt:MQo=\nreward.json:eyJyZXdhcmQiOiAxfQ==\n{nonce}\n"
