@@ -25,10 +25,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   log "creating $VENV"
   python3 -m venv "$VENV"
 fi
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  log "pip install -e '.[dev]' (first time ~2 min)"
+# constraints.txt pins every package to the versions of the committed run (pyproject.toml keeps ranges).
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+  log "pip install -e '.[dev]' -c constraints.txt (first time ~2 min)"
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q -e '.[dev]'
+  "$VENV/bin/pip" install -q -e '.[dev]' -c constraints.txt
   touch "$stamp"
 fi
 
