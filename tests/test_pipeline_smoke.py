@@ -90,7 +90,10 @@ def test_every_stage_ran_and_every_model_was_evaluated_per_split_group(pipeline)
 
 def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline):
     # `dvc status` names the stages whose own params changed; a repro then reruns them and what reads
-    # their outputs, and nothing else.
+    # their outputs, and nothing else. `dvc metrics diff` then shows the two runs side by side, and
+    # `dvc plots show` renders the rerun's curves.
+    _run(["git", "add", "-A"], pipeline)
+    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first run"], pipeline)
     readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.beta": {"dpo"}, "grpo.reward.script": {"grpo"},
                "eval.attempts": {f"{m}_eval" for m in MODELS}, "curate.seed": {"curate"}}
     original = (pipeline / "params.yaml").read_text()
@@ -107,6 +110,15 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline):
         ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
         assert ran - ALWAYS == {"mt_grpo", "mt_grpo_eval", "report"}
         assert _stale_stages(pipeline) == set()
+        diff = json.loads(_run([sys.executable, "-m", "dvc", "metrics", "diff", "--all", "--json", "HEAD"], pipeline))
+        for path, key in [("metrics/eval/mt_grpo.json", "accuracy"), ("metrics/mt_grpo/train.json", "wall_s")]:
+            assert {"old", "new"} <= set(diff[path][key]), (path, diff.get(path))
+        assert diff["metrics/mt_grpo/train.json"]["wall_s"]["old"] != diff["metrics/mt_grpo/train.json"]["wall_s"]["new"]
+        plots = pipeline / "plots_out"
+        _run([sys.executable, "-m", "dvc", "plots", "show", "-o", str(plots)], pipeline)
+        page = (plots / "index.html").read_text()
+        assert "metrics/mt_grpo/dvclive/plots/metrics/loss.tsv" in page  # the rerun's own curve
+        assert (plots / "static" / "workspace_metrics_grpo_reward.png").stat().st_size > 0
     finally:
         (pipeline / "params.yaml").write_text(original)
         _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], pipeline)
