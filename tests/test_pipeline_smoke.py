@@ -88,7 +88,7 @@ def test_every_stage_ran_and_every_model_was_evaluated_per_split_group(pipeline)
     assert _stale_stages(pipeline) == set()
 
 
-def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline):
+def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_path):
     # `dvc status` names the stages whose own params changed; a repro then reruns them and what reads
     # their outputs, and nothing else. `dvc metrics diff` then shows the two runs side by side, and
     # `dvc plots show` renders the rerun's curves.
@@ -114,7 +114,7 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline):
         for path, key in [("metrics/eval/mt_grpo.json", "accuracy"), ("metrics/mt_grpo/train.json", "wall_s")]:
             assert {"old", "new"} <= set(diff[path][key]), (path, diff.get(path))
         assert diff["metrics/mt_grpo/train.json"]["wall_s"]["old"] != diff["metrics/mt_grpo/train.json"]["wall_s"]["new"]
-        plots = pipeline / "plots_out"
+        plots = tmp_path / "plots"  # outside the repository: the next test commits its working tree
         _run([sys.executable, "-m", "dvc", "plots", "show", "-o", str(plots)], pipeline)
         page = (plots / "index.html").read_text()
         assert "metrics/mt_grpo/dvclive/plots/metrics/loss.tsv" in page  # the rerun's own curve

@@ -106,6 +106,10 @@ class Trial:
 
     def _exec(self, argv: list[str], *, timeout: float | None, workdir: str | None, env: dict[str, str] | None,
               user: str | None, stdin: bytes | None = None) -> ExecResult:
+        # One pipe for stdout and stderr: the engine forwards the two streams each on its own, so read apart a
+        # last stderr line could arrive after stdout written later (the verifier's trailer). `sh` execs the
+        # command in its place, so the process tree (and the timeout's process group) is unchanged.
+        argv = ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
         if timeout is not None:
             argv = ["timeout", "-k", f"{KILL_GRACE_SEC:g}", f"{max(timeout, 0.01):.3f}", *argv]
         api = self.client.api

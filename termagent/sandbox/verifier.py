@@ -111,10 +111,7 @@ def run_verifier(trial) -> VerifierResult:
               f"if [ $(stat -c %s $p) -le {REWARD_INLINE_MAX} ] && b=$(base64 -w0 $p); "
               f"then echo \"$f:$b\"; else echo \"$f:!\"; fi; done; echo {nonce}")
     setup = f"mkdir -p {staging} && rm -rf {TESTS_DIR} {LOGS_DIR} && mv {staging} {TESTS_DIR} && mkdir -p {LOGS_DIR}"
-    # `exec 2>&1`: the engine carries stdout and stderr as two streams that it forwards independently, so a
-    # test's stderr ("uvx: command not found") could arrive after our time mark on stdout and be cut off with
-    # it; one pipe keeps the order in which the command wrote.
-    command = (f"exec 2>&1; {setup} || exit 97; "
+    command = (f"{setup} || exit 97; "
                f"s=$(date +%s%N); bash -c {shlex.quote(task.test_command)}; rc=$?; e=$(date +%s%N); "
                f"echo; echo {_TIME_MARK}$((e - s)); {report}; exit $rc")
     run = trial.exec(command, timeout=task.verifier_timeout_sec, files=items or None,

@@ -75,6 +75,15 @@ def test_agent_crash_is_recorded_as_an_ungraded_error(sandbox, make_task, docker
     assert not our_containers(docker_client)
 
 
+def test_exec_output_keeps_stdout_and_stderr_in_the_order_they_were_written(sandbox, make_task):
+    # The engine forwards stdout and stderr as two streams; read apart, they come back grouped.
+    lines = [f"{'err' if i % 2 else 'out'} {i}" for i in range(200)]
+    script = "; ".join(f"echo '{line}'{' >&2' if line.startswith('err') else ''}" for line in lines)
+    with sandbox.trial(make_task("interleaved-exec")) as trial:
+        assert trial.exec(script, timeout=30).output == "\n".join(lines) + "\n"
+        assert trial.exec(["sh", "-c", script]).output == "\n".join(lines) + "\n"  # argv, no timeout
+
+
 def test_agent_output_is_captured_and_bounded(sandbox, make_task):
     class Chatty:
         name = "chatty"
