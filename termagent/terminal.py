@@ -96,7 +96,11 @@ class TmuxTerminal:
             f"{new_session} {shlex.quote(c.shell)}; }} && "
             f"{{ tmux set-environment -g -u PROMPT_COMMAND 2>/dev/null; true; }} && "
             f"for i in $(seq {int(c.start_timeout_sec / 0.05)}); do "
-            f"[ -s {self.state_dir}/rc ] && break; sleep 0.05; done; cat {self.state_dir}/rc"
+            f"[ -s {self.state_dir}/rc ] && break; sleep 0.05; done; "
+            # PROMPT_COMMAND runs before bash prints PS1, and tmux draws it later still: wait (2 s at most,
+            # PS1 may be empty) until the cursor left the top-left corner, or the first capture can be blank.
+            f"for i in $(seq 40); do [ \"$(tmux display -p -t {self.target} '#{{cursor_x}}#{{cursor_y}}')\" != 00 ] "
+            f"&& break; sleep 0.05; done; cat {self.state_dir}/rc"
         )
         result = self.trial.exec(script, timeout=c.start_timeout_sec + 5,
                                  env={"PROMPT_COMMAND": hook, "TERM": "xterm-256color"})

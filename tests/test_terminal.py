@@ -50,6 +50,16 @@ def test_start_shows_a_prompt_and_new_output_is_isolated(trial):
     term.close()
 
 
+def test_start_waits_for_the_prompt_drawn_after_the_prompt_hook(trial):
+    # The exit-status hook (PROMPT_COMMAND) runs before bash prints PS1; here PS1 takes 1 s to expand, so a
+    # start() that returned as soon as the hook ran would capture a blank screen (as CI once saw, under load).
+    shell = "env PS1='$(sleep 1)slow-prompt$ ' bash --norc --noprofile"
+    term = TmuxTerminal(trial, TerminalConfig(session="slow-ps1", shell=shell))
+    screen = term.start()
+    assert screen.rstrip().endswith("slow-prompt$")
+    term.close()
+
+
 def test_ctrl_c_interrupts_sleep(terminal):
     started = terminal.run([Command("sleep 30\n", 0.5)])
     assert started.rc is None  # nothing finished yet
