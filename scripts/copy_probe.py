@@ -63,6 +63,18 @@ def copy_batch(vocab: list[int], batch: int, length: int, generator: torch.Gener
     return ids, labels
 
 
+def weighted_copy_loss(logits, ids, labels, numbers, weight: float):
+    """Token cross-entropy over the labelled tokens, those a one-back copy predicts counting `weight` times;
+    normalised by the labelled token count (the unweighted loss's denominator)."""
+    from termagent.train.copy_monitor import copy_target_mask
+
+    ce = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(), labels[:, 1:].flatten(),
+                                           reduction="none", ignore_index=-100).view(labels.shape[0], -1)
+    scored = labels[:, 1:] != -100
+    w = 1.0 + (weight - 1.0) * copy_target_mask(ids, labels != -100, numbers)[:, 1:].float()
+    return (ce * w * scored).sum() / scored.sum().clamp(min=1)
+
+
 def _batch(windows: list[dict], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     width = max(len(w["input_ids"]) for w in windows)
     ids = torch.full((len(windows), width), pad_id)
@@ -92,10 +104,12 @@ def _batch(windows: list[dict], pad_id: int) -> tuple[torch.Tensor, torch.Tensor
               help="Synthetic tokens: those of the held-out windows, or only the pool names and digits.")
 @click.option("--copy-length", default=128, show_default=True)
 @click.option("--copy-batch", "copy_batch_size", default=32, show_default=True)
+@click.option("--copy-weight", default=1.0, show_default=True,
+              help="Loss weight of the window tokens a one-back copy predicts (copy_monitor.copy_targets).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", default=None, type=click.Path(path_type=Path))
 def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, eval_every, rope_theta, pretrain_copy,
-         copy_vocab, copy_length, copy_batch_size, seed, out):
+         copy_vocab, copy_length, copy_batch_size, copy_weight, seed, out):
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
@@ -217,7 +231,10 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
             rng.shuffle(queue)
         chunk, queue = queue[:batch_size], queue[batch_size:]
         ids, labels = _batch(chunk, pad_id)
-        loss = model(input_ids=ids, labels=labels).loss
+        if copy_weight == 1.0:
+            loss = model(input_ids=ids, labels=labels).loss
+        else:
+            loss = weighted_copy_loss(model(input_ids=ids).logits, ids, labels, stem_number_ids, copy_weight)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -231,6 +248,7 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
                                 "parameters": sum(p.numel() for p in model.parameters()), "context": context,
                                 "batch_size": batch_size, "lr": lr, "held_out_windows": len(held_windows),
                                 "chance_name_accuracy": round(1 / 50, 3), "rope_theta": rope_theta,
+                                "copy_weight": copy_weight, "seed": seed,
                                 "pretrain_copy": pretrain_copy and {"steps": pretrain_copy, "vocab": copy_vocab,
                                                                    "length": copy_length, "batch": copy_batch_size,
                                                                    "curve": pretrain_curve},

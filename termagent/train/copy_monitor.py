@@ -48,6 +48,18 @@ def copy_targets(input_ids: list[int], assistant_mask: list[int], numbers: set[i
     return out
 
 
+def copy_target_mask(input_ids: torch.Tensor, labelled: torch.Tensor, numbers: torch.Tensor) -> torch.Tensor:
+    """`copy_targets` for a batch: (B, L) bool, True where the token is labelled, a number, and its pair
+    (token before it, it) occurs earlier in the same row. `numbers`: a 1-D tensor of the number token ids."""
+    ids = input_ids.long()
+    pairs = torch.full_like(ids, -1)
+    pairs[:, 1:] = ids[:, :-1] * (int(ids.max()) + 1) + ids[:, 1:]  # one code per (previous, current) pair
+    same = pairs.unsqueeze(2) == pairs.unsqueeze(1)  # (B, L, L): [b, j, k] pair j == pair k
+    earlier = torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool, device=ids.device).tril(-1)
+    seen = (same & earlier & (pairs.unsqueeze(1) >= 0)).any(-1)
+    return labelled.bool() & torch.isin(ids, numbers.to(ids.device)) & seen
+
+
 def held_out_windows(tokenizer, conversations: list[list[dict]], *, context: int, seed: int,
                      max_windows: int) -> list[dict]:
     """Windows ({input_ids, targets}) of renamed copies of the conversations that name pool entities, drawn

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from termagent.train.common import load_model, load_tokenizer, read_dvclive_series
-from termagent.train.copy_monitor import CopyMonitor, copy_accuracy, copy_targets, held_out_windows
+from termagent.train.copy_monitor import CopyMonitor, copy_accuracy, copy_target_mask, copy_targets, held_out_windows
 from termagent.train.sft import SFTParams, train_sft
 
 
@@ -21,6 +21,17 @@ def test_copy_targets_are_numbers_in_the_reply_whose_pair_came_earlier():
     assert copy_targets(ids, mask, {50, 51, 52}) == [6]
     assert copy_targets(ids, [1] * len(ids), {50, 51, 52}) == [6]  # the first (7, 50) has no earlier pair
     assert copy_targets(ids, mask, set()) == []
+
+
+def test_the_batched_copy_target_mask_marks_what_copy_targets_lists():
+    rows = [([7, 50, 3, 8, 51, 7, 50, 8, 52, 9, 51], [0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1]),
+            ([8, 51, 8, 51, 7, 50, 7, 50, 0, 0, 0], [1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0])]  # right-padded with 0
+    numbers = {50, 51, 52}
+    mask = copy_target_mask(torch.tensor([r[0] for r in rows]), torch.tensor([r[1] for r in rows]),
+                            torch.tensor(sorted(numbers)))
+    for row, (ids, labelled) in enumerate(rows):
+        assert torch.nonzero(mask[row]).flatten().tolist() == copy_targets(ids, labelled, numbers)
+    assert torch.nonzero(mask[1]).flatten().tolist() == [3, 7]  # each pair's second occurrence
 
 
 def _windows(copies: int = 4) -> list[dict]:
