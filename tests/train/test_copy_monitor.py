@@ -9,7 +9,13 @@ import pytest
 import torch
 
 from termagent.train.common import load_model, load_tokenizer, read_dvclive_series
-from termagent.train.copy_monitor import CopyMonitor, copy_accuracy, copy_target_mask, copy_targets, held_out_windows
+from termagent.train.copy_monitor import (
+    CopyMonitor,
+    copy_accuracy,
+    copy_target_mask,
+    copy_targets,
+    held_out_windows,
+)
 from termagent.train.sft import SFTParams, train_sft
 
 
