@@ -1,9 +1,11 @@
 """DVC stage `report`: every evaluated model against the base — which tasks each solves, the overlap
 between models, the difference in accuracy with a paired bootstrap interval over tasks.
 
-    python stages/report.py metrics/eval/*.json     # what `dvc repro report` runs (files listed in dvc.yaml)
+    python stages/report.py metrics/eval/*.json --train-metrics metrics/warmup/train.json ...
+                                                    # what `dvc repro report` runs (files listed in dvc.yaml)
 
-Reads params: report (all keys). Writes metrics/summary.json (a DVC metric), reports/overlap.md,
+Reads params: report (all keys); with --train-metrics, what the training stages reported (a section of
+comparison.md, and a warning when the warmup never copied). Writes metrics/summary.json (a DVC metric), reports/overlap.md,
 reports/overlap.json, reports/comparison.md, reports/accuracy.png.
 """
 
@@ -16,6 +18,7 @@ import click
 from termagent.evaluate.config import ReportConfig
 from termagent.params import profile_option, read_sections
 from termagent.report.build import build_summary, load_eval_metrics, write_reports
+from termagent.report.training import load_training_metrics, training_warning
 
 
 @click.command()
@@ -24,16 +27,22 @@ from termagent.report.build import build_summary, load_eval_metrics, write_repor
 @click.option("--summary", "summary_path", default="metrics/summary.json", show_default=True,
               type=click.Path(path_type=Path))
 @click.option("--reports", "reports_dir", default="reports", show_default=True, type=click.Path(path_type=Path))
+@click.option("--train-metrics", "train_files", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A training stage's metrics/<stage>/train.json (repeatable): what it reported, in comparison.md.")
 def main(metric_files: tuple[Path, ...], params_file: Path, profile: str | None, summary_path: Path,
-         reports_dir: Path) -> None:
+         reports_dir: Path, train_files: tuple[Path, ...]) -> None:
     cfg = read_sections(params_file, profile, report=ReportConfig).report
     try:
         metrics = load_eval_metrics(list(metric_files))
         summary = build_summary(metrics, base=cfg.base, n_resamples=cfg.n_resamples,
                                 confidence=cfg.confidence, seed=cfg.seed)
+        training = load_training_metrics(list(train_files))
     except ValueError as e:
         raise click.ClickException(str(e)) from e
-    write_reports(summary, metrics, reports_dir, summary_path=summary_path)
+    write_reports(summary, metrics, reports_dir, summary_path=summary_path, training=training)
+    if warning := training_warning(training):
+        click.echo(warning.lstrip("> ").replace("**", "").rstrip(), err=True)
     for name, s in summary["models"].items():
         click.echo(f"{name:>10}: accuracy {s['accuracy']:.3f} ± {s['accuracy_stderr']:.3f}, solved {s['n_solved']}/{s['n_tasks']}")
     for name, c in summary["comparisons"].items():

@@ -126,12 +126,18 @@ def overlap_markdown(summary: dict, metrics: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def comparison_markdown(summary: dict) -> str:
+def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) -> str:
+    """The comparison tables; with `training` ({stage: train.json}), a warning when the warmup never copied
+    and a closing section with what the training stages reported (termagent.report.training)."""
+    from termagent.report.training import training_markdown, training_warning
+
+    training = training or {}
     b = summary["bootstrap"]
     lines = [f"# Every model against `{summary['base']}`", "",
              (f"Difference in mean per-task pass rate, with a {b['confidence']:.0%} paired bootstrap "
              f"interval over tasks ({b['n_resamples']} resamples, seed {b['seed']}). "
              "An interval that contains 0 means the eval cannot tell the two apart."), "",
+             *([training_warning(training)] if training_warning(training) else []),
              "| model | tasks | accuracy | base | diff | CI low | CI high | P(diff ≤ 0) | verdict |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for m, c in summary["comparisons"].items():
@@ -160,6 +166,8 @@ def comparison_markdown(summary: dict) -> str:
             base_g = g["models"].get(summary["base"], {})
             lines.append(f"| (base only: accuracy {base_g.get('accuracy', 0):.3f} on {base_g.get('n_tasks', 0)} tasks) "
                          "| | | | | | | | |")
+    if section := training_markdown(training):
+        lines += ["", section.rstrip("\n")]
     return "\n".join(lines) + "\n"
 
 
@@ -194,7 +202,7 @@ def plot_accuracy(summary: dict, path: Path) -> None:
 
 
 def write_reports(summary: dict, metrics: dict[str, dict], reports_dir: Path,
-                  summary_path: Path | None = None) -> list[Path]:
+                  summary_path: Path | None = None, training: dict[str, dict] | None = None) -> list[Path]:
     """reports_dir/{overlap.md, overlap.json, comparison.md, accuracy.png}, and with `summary_path` the
     numeric summary (metrics/summary.json, a DVC metric). The `report` stage and `termagent report` both
     write through here."""
@@ -202,7 +210,7 @@ def write_reports(summary: dict, metrics: dict[str, dict], reports_dir: Path,
     reports_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in [("overlap.md", overlap_markdown(summary, metrics)),
-                       ("comparison.md", comparison_markdown(summary))]:
+                       ("comparison.md", comparison_markdown(summary, training))]:
         written.append(atomic.write_text(reports_dir / name, text))
     written.append(atomic.write_json(reports_dir / "overlap.json", {
         "overlap": summary["overlap"], "solved": {m: s["solved"] for m, s in summary["models"].items()}}))
