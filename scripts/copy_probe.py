@@ -106,10 +106,13 @@ def _batch(windows: list[dict], pad_id: int) -> tuple[torch.Tensor, torch.Tensor
 @click.option("--copy-batch", "copy_batch_size", default=32, show_default=True)
 @click.option("--copy-weight", default=1.0, show_default=True,
               help="Loss weight of the window tokens a one-back copy predicts (copy_monitor.copy_targets).")
+@click.option("--qk-norm-gain", type=float, default=None,
+              help="Start every q_norm/k_norm weight at this value (Qwen3's QK-norm caps attention logits at "
+                   "~sqrt(head_dim) x gain^2: a sharp previous-token head needs more).")
 @click.option("--seed", default=0, show_default=True)
 @click.option("--out", default=None, type=click.Path(path_type=Path))
 def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, eval_every, rope_theta, pretrain_copy,
-         copy_vocab, copy_length, copy_batch_size, copy_weight, seed, out):
+         copy_vocab, copy_length, copy_batch_size, copy_weight, qk_norm_gain, seed, out):
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     torch.manual_seed(seed)
@@ -125,6 +128,11 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
         model = AutoModelForCausalLM.from_config(config)
     else:
         model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+    if qk_norm_gain is not None:
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if name.endswith(("q_norm.weight", "k_norm.weight")):
+                    param.fill_(qk_norm_gain)
     conversations = [json.loads(line)["conversations"] for line in demos.read_text().splitlines() if line.strip()]
     conversations = [c for c in conversations if entity_names(c[0]["content"].split("Task:")[-1])]  # families
     rng = random.Random(seed)
@@ -248,7 +256,7 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
                                 "parameters": sum(p.numel() for p in model.parameters()), "context": context,
                                 "batch_size": batch_size, "lr": lr, "held_out_windows": len(held_windows),
                                 "chance_name_accuracy": round(1 / 50, 3), "rope_theta": rope_theta,
-                                "copy_weight": copy_weight, "seed": seed,
+                                "copy_weight": copy_weight, "qk_norm_gain": qk_norm_gain, "seed": seed,
                                 "pretrain_copy": pretrain_copy and {"steps": pretrain_copy, "vocab": copy_vocab,
                                                                    "length": copy_length, "batch": copy_batch_size,
                                                                    "curve": pretrain_curve},
