@@ -8,7 +8,7 @@ This prints, per layer and head, the mean attention of each position to the one 
 from the reply's stem to the task's number at every copy target; and at those targets how often the greedy
 prediction is right and how often it is some number at all (the model knows a number comes, not which one).
 A head in layer 0 with a high stem-to-number attention is not an induction head (its keys know only their own
-token and position): it finds number tokens by what they are. That is what the warmups that copied grew
+token and position): it finds number tokens by what they are. That is what run 6's warmup, which copied, grew
 (metrics/experiments/copy_heads_run6_warmup.json: 0.55 in layer 0, no previous-token head).
 
     python scripts/copy_heads.py models/warmup --out metrics/experiments/copy_heads_run6_warmup.json
