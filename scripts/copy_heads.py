@@ -55,10 +55,9 @@ def main(model_dir: Path, demos: str, context: int, max_windows: int, seed: int,
             previous.append(torch.diagonal(attentions, offset=-1, dim1=2, dim2=3).mean(-1))
             uniform.append(sum(1 / (j + 1) for j in range(1, len(ids))) / (len(ids) - 1))  # a head attending evenly
             greedy = out_.logits[0].argmax(-1)
-            for t in w["targets"]:
+            for t, source in zip(w["targets"], w["sources"]):
                 right += int(greedy[t - 1]) == ids[t]
                 some_number += int(greedy[t - 1]) in numbers
-                source = max(k for k in range(1, t - 1) if ids[k - 1] == ids[t - 1] and ids[k] == ids[t])
                 induction.append(attentions[:, :, t - 1, source])
     targets = len(induction)
     prev, ind = torch.stack(previous).mean(0), torch.stack(induction).mean(0)

@@ -35,17 +35,24 @@ def number_token_ids(tokenizer) -> set[int]:
     return {i for tok, i in tokenizer.get_vocab().items() if tok[:1] == "_" and tok[1:].isdigit()}
 
 
+def copy_sources(input_ids: list[int], assistant_mask: list[int], numbers: set[int]) -> dict[int, int]:
+    """{target: source}: each assistant token that is a number and that a one-back copy predicts (the pair
+    (token before it, it) occurs earlier in the same sequence), with the position of that pair's latest
+    earlier occurrence (the token a copy would read)."""
+    last: dict[tuple[int, int], int] = {}
+    out = {}
+    for j in range(1, len(input_ids)):
+        pair = (input_ids[j - 1], input_ids[j])
+        if assistant_mask[j] and input_ids[j] in numbers and pair in last:
+            out[j] = last[pair]
+        last[pair] = j
+    return out
+
+
 def copy_targets(input_ids: list[int], assistant_mask: list[int], numbers: set[int]) -> list[int]:
     """Positions of the assistant tokens that are a number and that a one-back copy predicts: the pair
     (token before it, it) occurs earlier in the same sequence."""
-    seen: set[tuple[int, int]] = set()
-    out = []
-    for j in range(1, len(input_ids)):
-        pair = (input_ids[j - 1], input_ids[j])
-        if assistant_mask[j] and input_ids[j] in numbers and pair in seen:
-            out.append(j)
-        seen.add(pair)
-    return out
+    return list(copy_sources(input_ids, assistant_mask, numbers))
 
 
 def copy_target_mask(input_ids: torch.Tensor, labelled: torch.Tensor, numbers: torch.Tensor) -> torch.Tensor:
@@ -62,7 +69,7 @@ def copy_target_mask(input_ids: torch.Tensor, labelled: torch.Tensor, numbers: t
 
 def held_out_windows(tokenizer, conversations: list[list[dict]], *, context: int, seed: int,
                      max_windows: int) -> list[dict]:
-    """Windows ({input_ids, targets}) of renamed copies of the conversations that name pool entities, drawn
+    """Windows ({input_ids, targets, sources}: `copy_sources` as two aligned lists) of renamed copies of the conversations that name pool entities, drawn
     with `seed` (not a training pass's), keeping those with at least one copy target; at most `max_windows`."""
     from termagent.train.sft import context_windows  # here, not at the top: sft imports this module
 
@@ -73,9 +80,9 @@ def held_out_windows(tokenizer, conversations: list[list[dict]], *, context: int
     out: list[dict] = []
     for conversation in named:
         for w in context_windows(tokenizer, [rename_conversation(conversation, rng)], context):
-            targets = copy_targets(w["input_ids"], w["assistant_masks"], numbers)
-            if targets:
-                out.append({"input_ids": w["input_ids"], "targets": targets})
+            sources = copy_sources(w["input_ids"], w["assistant_masks"], numbers)
+            if sources:
+                out.append({"input_ids": w["input_ids"], "targets": list(sources), "sources": list(sources.values())})
         if len(out) >= max_windows:
             break
     return out[:max_windows]

@@ -12,6 +12,7 @@ from termagent.train.common import load_model, load_tokenizer, read_dvclive_seri
 from termagent.train.copy_monitor import (
     CopyMonitor,
     copy_accuracy,
+    copy_sources,
     copy_target_mask,
     copy_targets,
     held_out_windows,
@@ -27,6 +28,13 @@ def test_copy_targets_are_numbers_in_the_reply_whose_pair_came_earlier():
     assert copy_targets(ids, mask, {50, 51, 52}) == [6]
     assert copy_targets(ids, [1] * len(ids), {50, 51, 52}) == [6]  # the first (7, 50) has no earlier pair
     assert copy_targets(ids, mask, set()) == []
+
+
+def test_copy_sources_point_at_the_latest_earlier_occurrence_of_the_pair():
+    ids = [7, 50, 3, 7, 50, 8, 7, 50]
+    mask = [0, 0, 0, 0, 0, 1, 1, 1]
+    assert copy_sources(ids, mask, {50}) == {7: 4}  # (7, 50) at 0-1 and 3-4: a copy reads the later one
+    assert copy_sources(ids, [1] * len(ids), {50}) == {4: 1, 7: 4}
 
 
 def test_the_batched_copy_target_mask_marks_what_copy_targets_lists():
@@ -85,6 +93,8 @@ def test_held_out_windows_rename_the_demos_and_keep_only_copyable_numbers():
     text = tokenizer.decode(windows[0]["input_ids"])
     assert "harbor_78" not in text and len(entity_names(text)) >= 1  # renamed, still a pool name
     (target,) = windows[0]["targets"]
+    (source,) = windows[0]["sources"]  # the task's number, the token a copy reads
+    assert source < target and windows[0]["input_ids"][source - 1:source + 1] == windows[0]["input_ids"][target - 1:target + 1]
     number = tokenizer.convert_ids_to_tokens(windows[0]["input_ids"][target])
     assert number.startswith("_") and number[1:].isdigit() and f"{number}.log" in text.split("Task:")[-1]
 
