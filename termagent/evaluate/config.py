@@ -32,7 +32,7 @@ class EvalConfig:
     # the task index's held-out groups evaluated (never trained on); each is reported on its own (by_split)
     split: list[str] | str = field(default_factory=lambda: ["eval", "eval_id", "eval_ood"])  # a str: one group
     # at most this many tasks per group (0 / absent: all), spread over families: keeps each eval to minutes
-    max_per_split: dict[str, int] = field(default_factory=lambda: {"eval": 0, "eval_id": 40, "eval_ood": 4})
+    max_per_split: dict[str, int] = field(default_factory=lambda: {"eval": 0, "eval_id": 0, "eval_ood": 4})
     attempts: int = 2
     concurrency: int = 2
     max_tasks: int = 0  # 0: every task of the split
