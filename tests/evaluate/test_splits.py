@@ -16,10 +16,12 @@ from termagent.tasks.load import load_task
 HARBOR = Path(__file__).resolve().parents[1] / "tasks" / "fixtures" / "harbor-count-errors"
 
 
-def tasks_and_splits():
+def tasks_and_splits(per_id_family: int = 5):
+    """Three training families with per_id_family eval_id instances each, 8 eval_ood instances, 4 hand-written."""
     base = load_task(HARBOR)
     tasks, split_of = [], {}
-    for family, group, n in (("a", "eval_id", 5), ("b", "eval_id", 5), ("c", "eval_id", 5), ("z", "eval_ood", 8)):
+    k = per_id_family
+    for family, group, n in (("a", "eval_id", k), ("b", "eval_id", k), ("c", "eval_id", k), ("z", "eval_ood", 8)):
         for i in range(n):
             t = replace(base, id=f"{family}-{i:04d}", metadata={"family": family})
             tasks.append(t)
@@ -68,13 +70,8 @@ def test_eval_config_split_list_and_legacy_string():
 def test_default_caps_evaluate_every_eval_id_instance():
     """The default eval takes every held-out instance of the training families (40 of run 6's 64 could not
     resolve a +0.06 effect; all 64 did) and a sample of 4 from the families never trained on."""
-    base = load_task(HARBOR)
-    tasks, split_of = [], {}
-    for family, group, n in (("a", "eval_id", 30), ("b", "eval_id", 30), ("c", "eval_id", 30), ("z", "eval_ood", 8)):
-        for i in range(n):
-            t = replace(base, id=f"{family}-{i:04d}", metadata={"family": family})
-            tasks.append(t)
-            split_of[t.id] = group
+    tasks, split_of = tasks_and_splits(per_id_family=30)
     chosen = select_held_out(tasks, split_of, EvalConfig().max_per_split)
     assert sum(split_of[t.id] == "eval_id" for t in chosen) == 90
     assert sum(split_of[t.id] == "eval_ood" for t in chosen) == 4
+    assert sum(split_of[t.id] == "eval" for t in chosen) == 4
