@@ -64,6 +64,8 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                         "caches (metrics/bench_batching.json)",
     "demos.concurrency": "CPU profile: oracle episodes mostly wait on the terminal; 6 containers keep 2 cores busy",
     "mt_grpo.learning_rate": "CPU profile: 20x the H100 rate so a few steps move the tiny model",
+    "mt_grpo.micro_batch_size": "CPU profile: the 8 trajectories of a rollout batch in one forward/backward (no GPU "
+                                "memory to plan; the H100 profile trains them one at a time)",
     **{f"mt_grpo.{key}": "CPU profile: 6 steps of 2 groups x 4 trajectories (8 episodes, one batched rollout), "
                          "one pass over the 11 curated tasks; groups of 2 on one task per step (2 steps) gave the "
                          "tiny model zero reward std, no gradient"

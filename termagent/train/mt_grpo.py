@@ -75,7 +75,13 @@ class MTGRPOParams:
     learning_rate: float = 5e-6
     num_generations: int = 2  # trajectories per task (the group)
     tasks_per_step: int = 1  # groups per step: the batch is tasks_per_step x num_generations trajectories
-    gradient_accumulation_steps: int = 1
+    gradient_accumulation_steps: int = 1  # rollout batches per optimizer step
+    # memory (termagent/train/memory.py plans it before loading): the rollout batch is trained in micro-batches of
+    # this many trajectories (gradient accumulation inside the step; TRL's steps_per_generation), the old-logprob
+    # pass is chunked the same way; 0: the whole rollout batch at once
+    micro_batch_size: int = 1
+    gradient_checkpointing: bool = True  # on CUDA only (training_kwargs): one 9k-token trajectory, 34 vs 121 GiB
+    max_prompt_length: int = 2048  # the first prompt's budget in the memory plan and vLLM's max_model_len
     temperature: float = 1.0  # sample from the model's own distribution (no IS bias from top-p/top-k)
     beta: float = 0.0  # no reference model
     loss_type: Literal["dr_grpo", "grpo", "dapo", "bnpo"] = "dr_grpo"
@@ -94,7 +100,7 @@ class MTGRPOParams:
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: float = 0.3  # the rest is the trainer's
     vllm_importance_sampling_mode: str = "token_truncate"  # sequence_mask drops long trajectories wholesale (#4772)
-    vllm_max_model_length: int = 32768  # first prompt + the whole trajectory buffer
+    vllm_max_model_length: int = 10240  # >= max_prompt_length + max_completion_length (checked)
 
     def __post_init__(self):
         problems = []
@@ -104,6 +110,13 @@ class MTGRPOParams:
             problems.append(f"filter_mode must be 'exclude' or 'zero', got {self.filter_mode!r}")
         if self.max_turn_tokens > self.max_completion_length:
             problems.append("max_turn_tokens must not exceed max_completion_length (the trajectory budget)")
+        batch = self.tasks_per_step * self.num_generations
+        if self.micro_batch_size < 0 or (self.micro_batch_size and batch % self.micro_batch_size):
+            problems.append(f"micro_batch_size ({self.micro_batch_size}) must divide tasks_per_step x "
+                            f"num_generations ({batch}), or be 0 (the whole batch)")
+        if self.use_vllm and self.vllm_max_model_length < self.max_prompt_length + self.max_completion_length:
+            problems.append(f"vllm_max_model_length ({self.vllm_max_model_length}) must hold max_prompt_length + "
+                            f"max_completion_length ({self.max_prompt_length + self.max_completion_length})")
         if problems:
             raise ValueError("mt_grpo: " + "; ".join(problems))
 
@@ -438,17 +451,22 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
                            "collective and episodes end at different turns); run mt_grpo on one GPU, or set "
                            "mt_grpo.use_vllm: false (termagent/policy/trl_vllm.py)")
     seed_everything(params.seed)
+    check_memory(params, model_dir)
     tokenizer = load_tokenizer(model_dir)
     model = load_model(model_dir, start_adapter, trainable=True) if start_adapter else load_model(model_dir)
     batch = params.tasks_per_step * params.num_generations
+    micro = params.micro_batch_size or batch
+    micro_steps = batch // micro  # one rollout batch = micro_steps forward/backward passes of `micro` trajectories
     # every row names its task; the prompt text is only a label (the agent renders the real first prompt)
     rows = [{"prompt": t.id, "task_id": t.id} for t in tasks]
     needed = params.max_steps * params.gradient_accumulation_steps * params.tasks_per_step
     dataset = Dataset.from_list((rows * (needed // len(rows) + 1))[: max(needed, len(rows))])
     config = GRPOConfig(**training_kwargs(
-        output_dir=str(work_dir), seed=params.seed, gradient_checkpointing=False,
+        output_dir=str(work_dir), seed=params.seed, gradient_checkpointing=params.gradient_checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False},
         max_steps=params.max_steps, learning_rate=params.learning_rate,
-        per_device_train_batch_size=batch, gradient_accumulation_steps=params.gradient_accumulation_steps,
+        per_device_train_batch_size=micro, steps_per_generation=micro_steps,
+        gradient_accumulation_steps=micro_steps * params.gradient_accumulation_steps,
         num_generations=params.num_generations, temperature=params.temperature, top_p=1.0, top_k=0,
         beta=params.beta, loss_type=params.loss_type, scale_rewards=params.scale_rewards,
         max_completion_length=params.max_completion_length, mask_truncated_completions=False,
@@ -461,6 +479,23 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
                                                                           params, agent),
                peft_config=None if start_adapter else params.lora.to_peft(), callbacks=callbacks,
                mt_params=params, rollouts_dir=rollouts_dir)
+
+
+def check_memory(params: MTGRPOParams, model_dir: str | Path) -> None:
+    """On a GPU, refuse (before loading anything) a configuration the memory plan says cannot fit."""
+    from dataclasses import asdict
+
+    from termagent.train import memory
+
+    gpu = memory.gpu_total_bytes()
+    if gpu is None:
+        return
+    shape = memory.ModelShape.from_dir(model_dir)
+    p = memory.mt_grpo_plan({**asdict(params), "micro_batch_size": params.micro_batch_size
+                             or params.tasks_per_step * params.num_generations}, shape, gpu)
+    log.info("mt_grpo memory plan: %s", p.as_dict())
+    memory.require_fits(p, knobs="mt_grpo.micro_batch_size, max_completion_length, max_prompt_length or "
+                        "vllm_gpu_memory_utilization (or turn gradient_checkpointing on)")
 
 
 def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list, *, model_dir: str | Path,
