@@ -274,11 +274,20 @@ def require_update(stage: str, before: dict[str, torch.Tensor], after: dict[str,
 
 
 # -- dvclive ------------------------------------------------------------------------------------------------
+# Off only in scripts/gpu_check.py: the lent GPU machine carries the training stack, not DVC (dvclive needs dvc);
+# the check reads its numbers from the trainers' log history instead. Every stage logs through dvclive.
+USE_DVCLIVE = True
+
+
 def dvclive_callback(stage_metrics_dir: str | Path, step_offset: int = 0):
     """A transformers DVCLiveCallback writing `<dir>/dvclive/` (plots/metrics/*.tsv, metrics.json) without
     touching dvc.yaml or creating DVC experiments, its step = the trainer's global_step (RESEARCH §5).
     `step_offset` > 0: a second run of the same stage (a curriculum phase) appends to the series of the
     first, its steps shifted by the first's."""
+    if not USE_DVCLIVE:
+        from transformers import TrainerCallback
+
+        return TrainerCallback()
     from dvclive import Live
     from transformers.integrations import DVCLiveCallback
 

@@ -422,24 +422,14 @@ def load_task_list(path: str | Path, index_path: str | Path = "data/tasks.json")
     return [train[i] for i in ids]
 
 
-def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list, *, model_dir: str | Path,
-                  start_adapter: str | Path | None, work_dir: str | Path, rollouts_dir: str | Path | None,
-                  metrics_dir: str | Path | None, trainer_cls=None):
-    """The MTGRPOTrainer, ready to train: policy = base (+ the start adapter, trainable), dataset = the task
-    list repeated to cover max_steps, rollout_func = MultiTurnRollout."""
+def mt_grpo_config(params: MTGRPOParams, work_dir: str | Path):
+    """The GRPOConfig of an MT-GRPO run: one rollout batch (tasks_per_step x num_generations trajectories) per
+    `gradient_accumulation_steps`-th of an optimizer step, trained in micro-batches of `micro_batch_size`."""
     import os
 
-    from datasets import Dataset
     from trl import GRPOConfig
 
-    from termagent.train.common import (
-        dvclive_callback,
-        load_model,
-        load_tokenizer,
-        seed_everything,
-        training_kwargs,
-        vllm_kwargs,
-    )
+    from termagent.train.common import training_kwargs, vllm_kwargs
 
     # sleep mode off: TRL would reload the weights on every turn's call (RESEARCH-training.md §1.6)
     vllm = vllm_kwargs("mt_grpo", use_vllm=params.use_vllm, mode=params.vllm_mode,
@@ -450,18 +440,10 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
         raise RuntimeError("mt_grpo: vLLM rollouts run in one training process only (the engine's generate is a "
                            "collective and episodes end at different turns); run mt_grpo on one GPU, or set "
                            "mt_grpo.use_vllm: false (termagent/policy/trl_vllm.py)")
-    seed_everything(params.seed)
-    check_memory(params, model_dir)
-    tokenizer = load_tokenizer(model_dir)
-    model = load_model(model_dir, start_adapter, trainable=True) if start_adapter else load_model(model_dir)
     batch = params.tasks_per_step * params.num_generations
     micro = params.micro_batch_size or batch
     micro_steps = batch // micro  # one rollout batch = micro_steps forward/backward passes of `micro` trajectories
-    # every row names its task; the prompt text is only a label (the agent renders the real first prompt)
-    rows = [{"prompt": t.id, "task_id": t.id} for t in tasks]
-    needed = params.max_steps * params.gradient_accumulation_steps * params.tasks_per_step
-    dataset = Dataset.from_list((rows * (needed // len(rows) + 1))[: max(needed, len(rows))])
-    config = GRPOConfig(**training_kwargs(
+    return GRPOConfig(**training_kwargs(
         output_dir=str(work_dir), seed=params.seed, gradient_checkpointing=params.gradient_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False},
         max_steps=params.max_steps, learning_rate=params.learning_rate,
@@ -472,6 +454,26 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
         max_completion_length=params.max_completion_length, mask_truncated_completions=False,
         num_iterations=1, shuffle_dataset=True, disable_dropout=True, log_completions=False,
         lr_scheduler_type="constant", **vllm))
+
+
+def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list, *, model_dir: str | Path,
+                  start_adapter: str | Path | None, work_dir: str | Path, rollouts_dir: str | Path | None,
+                  metrics_dir: str | Path | None, trainer_cls=None):
+    """The MTGRPOTrainer, ready to train: policy = base (+ the start adapter, trainable), dataset = the task
+    list repeated to cover max_steps, rollout_func = MultiTurnRollout."""
+    from datasets import Dataset
+
+    from termagent.train.common import dvclive_callback, load_model, load_tokenizer, seed_everything
+
+    config = mt_grpo_config(params, work_dir)
+    seed_everything(params.seed)
+    check_memory(params, model_dir)
+    tokenizer = load_tokenizer(model_dir)
+    model = load_model(model_dir, start_adapter, trainable=True) if start_adapter else load_model(model_dir)
+    # every row names its task; the prompt text is only a label (the agent renders the real first prompt)
+    rows = [{"prompt": t.id, "task_id": t.id} for t in tasks]
+    needed = params.max_steps * params.gradient_accumulation_steps * params.tasks_per_step
+    dataset = Dataset.from_list((rows * (needed // len(rows) + 1))[: max(needed, len(rows))])
     cls = trainer_cls or make_trainer_class()
     callbacks = [dvclive_callback(metrics_dir)] if metrics_dir else []
     return cls(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,

@@ -63,6 +63,10 @@ class SFTParams:
     # whose frozen random weights a low-rank update barely moves (the embedded warmup; its output is then
     # the base the later stages put their standard PEFT adapters on). Off: a LoRA adapter (a real model).
     full_finetune: bool = False
+    # CUDA only (training_kwargs): recompute each layer in the backward instead of keeping its activations. Off
+    # saves the recompute (~1/4 of a step) where the memory plan says it fits (termagent/train/memory.py:
+    # the 8B at 8,192 tokens needs ~115 GiB without it: an H200, not an 80 GB H100)
+    gradient_checkpointing: bool = True
     chat_template_path: str | None = None  # a .jinja with {% generation %} markers when the model's lacks them
     max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
     # Short-context curriculum (off at 0 epochs): before the whole conversations, `window_epochs` passes over
@@ -286,6 +290,7 @@ def _fit(model, dataset, tokenizer, params: SFTParams, metrics_dir: Path, *, sta
     scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
     config = SFTConfig(**training_kwargs(
         output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
+        gradient_checkpointing=params.gradient_checkpointing, gradient_checkpointing_kwargs={"use_reentrant": False},
         num_train_epochs=epochs, max_steps=params.max_steps,
         learning_rate=learning_rate, lr_scheduler_type=lr_scheduler_type,
         warmup_steps=params.warmup_ratio, per_device_train_batch_size=batch_size,

@@ -33,14 +33,14 @@ def capturing_trainer_class():
     return Capturing
 
 
-def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mode: str):
+def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mode: str, micro_batch_size: int = 0):
     from termagent.sandbox import Sandbox, SandboxConfig
     from termagent.tasks.load import load_task
 
     task = load_task(FIXTURE)
     params = MTGRPOParams(max_steps=1, num_generations=2, tasks_per_step=1, max_turns=2, max_turn_tokens=12,
                           max_completion_length=256, concurrency=2, filter_mode=filter_mode, learning_rate=1e-3,
-                          use_vllm=False)
+                          use_vllm=False, micro_batch_size=micro_batch_size)
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
     trainer = build_trainer(params, AgentConfig(), sandbox, [task], model_dir=tiny_model_dir, start_adapter=None,
                             work_dir=tmp_path / "work", rollouts_dir=tmp_path / "rollouts",
@@ -111,6 +111,18 @@ def test_a_multi_turn_step_trains_on_the_sampled_ids_with_env_mask_and_turn_adva
     assert all(set(t) >= {"exec_rc", "format_valid", "token_span"} for r in logged for t in r["turn_info"])
     step = json.loads((tmp_path / "rollouts" / "steps.jsonl").read_text().splitlines()[0])
     assert step["filtered_frac"] == 1.0 and step["clean_turns"] + step["drift_turns"] == 2
+
+
+def test_micro_batches_train_one_rollout_batch_in_one_optimizer_step(tmp_path, base_image, docker_client,
+                                                                    tiny_model_dir):
+    """micro_batch_size 1: the rollout batch of 2 trajectories is generated once and trained as 2 micro-batches
+    of 1 whose gradients accumulate into one optimizer step (the H100 profile's memory plan)."""
+    trainer, _ = run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, "zero", micro_batch_size=1)
+    assert trainer.rollout_func.calls == 1 and trainer.state.global_step == 1
+    assert [b["completion_ids"].shape[0] for b in trainer.captured] == [1, 1]
+    seen = sorted(tuple(b["completion_ids"][0][b["completion_mask"][0].bool()].tolist()) for b in trainer.captured)
+    assert seen == sorted(tuple(r["completion_ids"]) for r in trainer.rows)
+    assert all(b["advantages"].dim() == 2 for b in trainer.captured)
 
 
 def test_compact_filtering_drops_a_trajectory_that_hits_the_turn_cap(
