@@ -1,6 +1,9 @@
 """The base model: a tiny Qwen3 built locally (CPU profile) or a pinned Hugging Face snapshot (H100 profile).
 
     build_base_model("models/base", BaseModelConfig(...), task_dirs=["data/tasks"]) -> manifest dict
+
+Every source writes its tokenizer with the project's chat template (termagent.models.templates.install_template):
+the one rendering SFT, DPO, GRPO, MT-GRPO, the in-process policy and the servers all use.
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ class BaseModelConfig:
     source: Literal["tiny", "hf"] = "tiny"
     hf_id: str = ""  # source hf: repository id, e.g. nvidia/Nemotron-Terminal-8B
     revision: str = ""  # source hf: a 40-hex commit of hf_id
+    # A .jinja with {% generation %} markers for a model whose template is of no family termagent.models.templates
+    # knows (Qwen3, ChatML, the tiny model's): installed into models/base as the one template every path renders with.
+    chat_template_path: str | None = None
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
 
 
@@ -24,7 +30,7 @@ def build_base_model(out_dir: str | Path, config: BaseModelConfig, task_dirs: li
     if config.source == "tiny":
         from termagent.models.tiny import build_tiny_model
 
-        return build_tiny_model(out_dir, config.tiny, task_dirs)
+        return build_tiny_model(out_dir, config.tiny, task_dirs, chat_template_path=config.chat_template_path)
     from termagent.models.hub import snapshot
 
-    return snapshot(out_dir, config.hf_id, config.revision)
+    return snapshot(out_dir, config.hf_id, config.revision, chat_template_path=config.chat_template_path)
