@@ -66,7 +66,7 @@ def decode(model, kind: str, *, rows: int, width: int, steps: int, seed: int = 0
 def main(model_dir: Path, rows: int, widths: str, steps: int, repeats: int, out: Path) -> None:
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(model_dir).eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, use_kernels=False).eval()
     for kind in ("dynamic", "growing"):  # warm-up: first-call allocations and kernel selection, untimed
         decode(model, kind, rows=rows, width=64, steps=4)
     results = {}

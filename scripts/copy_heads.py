@@ -38,7 +38,8 @@ def main(model_dir: Path, demos: str, context: int, max_windows: int, seed: int,
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager").eval()
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, attn_implementation="eager",
+                                                 use_kernels=False).eval()
     conversations, _ = load_conversations([demos])
     windows = held_out_windows(tokenizer, conversations, context=context, seed=seed + HELD_OUT_SEED,
                                max_windows=max_windows)

@@ -127,7 +127,7 @@ def main(base, demos, context, steps, batch_size, lr, hidden, heads, kv_heads, e
         config.num_key_value_heads = kv_heads or config.num_key_value_heads
         model = AutoModelForCausalLM.from_config(config)
     else:
-        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32, use_kernels=False)
     if qk_norm_gain is not None:
         with torch.no_grad():
             for name, param in model.named_parameters():

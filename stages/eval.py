@@ -42,6 +42,9 @@ def main(model: str, tasks_index: Path, image_record: Path, out_dir: Path, metri
                            image_record=image_record, out_dir=out_dir, metrics_path=metrics_path, log=click.echo)
     except (FileNotFoundError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
         raise click.ClickException(str(e)) from e
+    if m.get("evaluated") is False:
+        click.echo(f"{metrics_path}: not evaluated ({m['reason']})")
+        return
     click.echo(f"{metrics_path}: accuracy {m['accuracy']:.3f} ± {m['accuracy_stderr']:.3f} "
                f"({m['n_tasks']} tasks x {m['n_attempts']}), pass@k {m['pass_at_k']}, "
                f"errors {m['errors']}, wall {m['wall_s']:.0f} s")

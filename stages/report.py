@@ -17,7 +17,7 @@ import click
 
 from termagent.evaluate.config import ReportConfig
 from termagent.params import profile_option, read_sections
-from termagent.report.build import build_summary, load_eval_metrics, write_reports
+from termagent.report.build import build_summary, load_eval_metrics, not_evaluated, write_reports
 from termagent.report.training import load_training_metrics, training_warning
 
 
@@ -36,7 +36,7 @@ def main(metric_files: tuple[Path, ...], params_file: Path, profile: str | None,
     try:
         metrics = load_eval_metrics(list(metric_files))
         summary = build_summary(metrics, base=cfg.base, n_resamples=cfg.n_resamples,
-                                confidence=cfg.confidence, seed=cfg.seed)
+                                confidence=cfg.confidence, seed=cfg.seed, skipped=not_evaluated(list(metric_files)))
         training = load_training_metrics(list(train_files))
     except ValueError as e:
         raise click.ClickException(str(e)) from e
@@ -45,6 +45,8 @@ def main(metric_files: tuple[Path, ...], params_file: Path, profile: str | None,
         click.echo(warning.lstrip("> ").replace("**", "").rstrip(), err=True)
     for name, s in summary["models"].items():
         click.echo(f"{name:>10}: accuracy {s['accuracy']:.3f} ± {s['accuracy_stderr']:.3f}, solved {s['n_solved']}/{s['n_tasks']}")
+    for name, why in summary["not_evaluated"].items():
+        click.echo(f"{name:>10}: not evaluated ({why})")
     for name, c in summary["comparisons"].items():
         click.echo(f"{name:>10} - {cfg.base}: {c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]")
     click.echo(f"{summary_path}, {reports_dir}/comparison.md, {reports_dir}/overlap.md, {reports_dir}/accuracy.png")

@@ -4,7 +4,8 @@
     python stages/sft.py --stage warmup --base models/base --out models/warmup --metrics-dir metrics/warmup
 
 Reads params: the section named by --stage (sft: termagent.train.sft.SFTParams; warmup: WarmupParams =
-the same + `enabled`). A disabled warmup writes models/warmup/start.json saying "start from base".
+the same + `enabled`). A disabled warmup writes models/warmup/start.json saying "start from base", and
+metrics/warmup/{train.json, dvclive/skipped.json, curves.png} saying the warmup is off (no training metric).
 Writes the adapter + tokenizer (models/<stage>/), metrics/<stage>/train.json, metrics/<stage>/dvclive/,
 <metrics-dir>/curves.png.
 """
@@ -19,7 +20,7 @@ import click
 from termagent.params import profile_option, read_sections
 from termagent.train.common import relaunch_distributed
 from termagent.train.sft import SFTParams, train_sft
-from termagent.train.warmup import WarmupParams, resolve_base, write_start
+from termagent.train.warmup import WarmupParams, resolve_base, write_disabled, write_start
 
 
 @click.command()
@@ -36,7 +37,7 @@ def main(stage: str, params_file: Path, profile: str | None, base_dir: Path, out
     cfg = getattr(read_sections(params_file, profile, **{stage: WarmupParams if stage == "warmup" else SFTParams}),
                   stage)
     if stage == "warmup" and not cfg.enabled:
-        write_start(out, base_dir=base_dir, adapter=False)
+        write_disabled(out, base_dir=base_dir, metrics_dir=metrics_dir, curves_png=curves_png)
         click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
         return
     relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)

@@ -124,11 +124,28 @@ def _dir_fingerprint(directory: Path, read_bytes: bool) -> str:
     return digest.hexdigest()
 
 
-def merge_adapter(model_dir: str | Path, adapter: str | Path, cache_dir: str | Path) -> Path:
-    """Base + LoRA merged into one model directory (cached by content); returns that directory."""
+def merged_model(model_dir: str | Path, adapter: str | Path):
+    """Base + LoRA as one plain transformers model (fp32, `merge_and_unload`), loaded without Hub kernels."""
     import torch
     from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32, use_kernels=False)
+    return PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
+
+
+def server_env(backend: Backend) -> dict[str, str]:
+    """The server process's environment: never Hub kernel code (`transformers serve` loads the model itself,
+    with transformers' default `use_kernels`), and for `transformers serve` a local directory never asks the Hub."""
+    env = dict(os.environ, TOKENIZERS_PARALLELISM="false", USE_HUB_KERNELS="NO")
+    if backend == "transformers":
+        env["HF_HUB_OFFLINE"] = "1"
+    return env
+
+
+def merge_adapter(model_dir: str | Path, adapter: str | Path, cache_dir: str | Path) -> Path:
+    """Base + LoRA merged into one model directory (cached by content); returns that directory."""
+    from transformers import AutoTokenizer
 
     from termagent.models.templates import install_template
 
@@ -141,9 +158,7 @@ def merge_adapter(model_dir: str | Path, adapter: str | Path, cache_dir: str | P
     if (target / "config.json").is_file():
         return target
     with atomic.staged_dir(target) as staging:
-        base = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
-        merged = PeftModel.from_pretrained(base, str(adapter)).merge_and_unload()
-        merged.save_pretrained(staging)
+        merged_model(model_dir, adapter).save_pretrained(staging)
         # a trainer may save its (chat-template-edited) tokenizer next to the adapter: that one wins
         has_tokenizer = (adapter / "tokenizer_config.json").is_file()
         tokenizer = AutoTokenizer.from_pretrained(str(adapter if has_tokenizer else model_dir))
@@ -224,14 +239,13 @@ def serving(model_dir: str | Path, adapter: str | Path | None = None, backend: B
     adapter = Path(adapter).resolve() if adapter else None
     if not (model_dir / "config.json").is_file():
         raise ServeError(f"{model_dir} has no config.json (not a model directory)")
-    env = dict(os.environ, TOKENIZERS_PARALLELISM="false")
+    env = server_env(backend)
     if backend == "vllm":
         command = vllm_command(model_dir, adapter, host, port, config.vllm,
                                adapter_rank(adapter) if adapter else None)
     elif backend == "transformers":
         served = merge_adapter(model_dir, adapter, config.merge_cache_dir) if adapter else model_dir
         command = transformers_command(served, host, port, config.transformers)
-        env["HF_HUB_OFFLINE"] = "1"  # a local directory: never ask the Hub
     else:
         raise ServeError(f"unknown serve backend {backend!r} (vllm, transformers)")
 

@@ -9,35 +9,20 @@ Then the DVC promises of the pipeline are checked on the result:
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.scratch_repo import run as _run
+from tests.scratch_repo import scratch_copy
+
 MODELS = ["base", "warmup", "grpo", "sft", "dpo", "mt_grpo"]
 # `image` is always_changed (it checks the engine for the tag): it is listed by every `dvc status`.
 ALWAYS = {"image"}
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
-
-
-def _env(root: Path) -> dict:
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = str(root)  # the copy's own code, not the checkout the venv was installed from
-    return env
-
-
-def _run(args: list[str], cwd: Path, timeout: int = 3000) -> str:
-    proc = subprocess.run(args, check=False, cwd=cwd, env=_env(cwd), capture_output=True, text=True,
-                          timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(args)} failed in {cwd}:\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
-    return proc.stdout
 
 
 def _stale_stages(root: Path) -> set[str]:
@@ -58,18 +43,7 @@ def _set_param(root: Path, dotted: str, value) -> None:
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory) -> Path:
     """A scratch copy of the repository (tracked and unignored files), on the smoke profile, reproduced."""
-    root = tmp_path_factory.mktemp("pipeline") / "repo"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True,
-                           check=True).stdout.decode().split("\0")
-    for rel in filter(None, files):
-        src = REPO / rel
-        if src.is_file():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, root / rel)
-    _run(["git", "init", "-q"], root)
-    _run([sys.executable, "scripts/apply_profile.py", "smoke"], root)
-    _run(["git", "add", "-A"], root)
-    _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "smoke"], root)
+    root = scratch_copy(tmp_path_factory.mktemp("pipeline") / "repo", ["smoke"])
     _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], root)
     return root
 

@@ -101,11 +101,18 @@ def harbor_command(served_model, api_base, job_name, params_file, profile) -> No
 @click.option("--out", type=click.Path(path_type=Path), help="Also write overlap.md, comparison.md, accuracy.png here.")
 def report(metric_files, base, n_resamples, confidence, seed, out) -> None:
     """Compare eval metrics files (metrics/eval/*.json): overlap and paired bootstrap vs the base."""
-    from termagent.report.build import build_summary, comparison_markdown, load_eval_metrics, write_reports
+    from termagent.report.build import (
+        build_summary,
+        comparison_markdown,
+        load_eval_metrics,
+        not_evaluated,
+        write_reports,
+    )
 
     try:
         metrics = load_eval_metrics(list(metric_files))
-        summary = build_summary(metrics, base=base, n_resamples=n_resamples, confidence=confidence, seed=seed)
+        summary = build_summary(metrics, base=base, n_resamples=n_resamples, confidence=confidence, seed=seed,
+                                skipped=not_evaluated(list(metric_files)))
     except ValueError as e:
         raise click.ClickException(str(e)) from e
     click.echo(comparison_markdown(summary))

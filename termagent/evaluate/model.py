@@ -11,6 +11,8 @@ TerminusAgent; the policy is models/base (+ models/<model> when that is an adapt
 (`policy: hf`) or behind `termagent serve` (`policy: serve`). harbor | tb1: serve the model and run the
 official harness (Python >= 3.12, internet). Writes metrics_path and out_dir (trajectories, index.json,
 index.html); the metrics carry `by_split`, the same fields per split group. Returns the metrics.
+A model stage that trained nothing (the warmup with `warmup.enabled: false`: models/warmup holds only
+start.json) is not evaluated: both outputs say so (`evaluated: false` and why), with no number.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from termagent.evaluate.runner import (
     policy_spec,
     run_local_eval,
     shared_policy,
+    untrained_start,
     write_eval_outputs,
 )
 
@@ -37,11 +40,30 @@ from termagent.evaluate.runner import (
 def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_index: Path, image_record: Path,
                    out_dir: Path, metrics_path: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
     """`agent`: AgentConfig; `sandbox`: SandboxParams (the runner's knobs); `serve`: ServeConfig."""
+    if (start := untrained_start(model)) is not None:
+        return write_not_evaluated(model, start, out_dir=out_dir, metrics_path=metrics_path, log=log)
     out_dir.mkdir(parents=True, exist_ok=True)
     if cfg.backend == "local":
         return _evaluate_local(model, cfg, agent, sandbox, serve, tasks_index, image_record, out_dir,
                                metrics_path, log)
     return _evaluate_official(model, cfg, serve, out_dir, metrics_path)
+
+
+def write_not_evaluated(model: str, start: dict, *, out_dir: Path, metrics_path: Path,
+                        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The eval stage of a model that was never trained (`untrained_start`): its declared outputs say so and
+    carry no number (`evaluated: false`, the reason, the start record); the report leaves the model out and
+    says why. Returns that record."""
+    from termagent import atomic
+
+    reason = (f"models/{model} trained no model of its own (start.json: start from {start.get('base')}), so "
+              f"there is nothing to evaluate: that model is base_eval's")
+    record = {"model": model, "evaluated": False, "reason": reason, "start": start}
+    with atomic.staged_dir(out_dir) as staging:  # no trajectory of an earlier run survives
+        atomic.write_json(staging / "skipped.json", record)
+    atomic.write_json(metrics_path, record)
+    log(f"eval {model}: not evaluated: {reason}")
+    return record
 
 
 def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg, tasks_index: Path,

@@ -145,6 +145,25 @@ def write_eval_outputs(
     return metrics
 
 
+START_FILE = "start.json"  # termagent.train.warmup's record of where GRPO starts (read here as data: no import)
+
+
+def untrained_start(model: str, models_dir: Path = Path("models")) -> dict | None:
+    """The start record of a model stage that trained nothing (warmup.enabled false: models/warmup holds only
+    start.json, which starts GRPO from the base it names); None for any other model. Such a "model" is the base
+    under another name: base_eval evaluates it, so its eval stage evaluates nothing (evaluate_model)."""
+    target = Path(models_dir) / model
+    start = target / START_FILE
+    if model == "base" or not start.is_file() or any((target / f).is_file()
+                                                     for f in ("config.json", "adapter_config.json")):
+        return None
+    try:
+        record = json.loads(start.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{start}: not valid JSON: {e}") from None
+    return record if isinstance(record, dict) and record.get("start_from") == "base" else None
+
+
 def model_dirs(model: str, models_dir: Path = Path("models")) -> tuple[Path, Path | None]:
     """(base model directory, adapter directory or None) for a model name: "base" is models/base;
     any other name is models/<name>, an adapter (adapter_config.json) on the base it names

@@ -60,7 +60,8 @@ class HFPolicy(Policy):
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), dtype=dtype,
+                                                     use_kernels=False)  # no Hub code (docs/kernels.md)
         if self.adapter:
             from peft import PeftModel
 

@@ -19,15 +19,36 @@ from termagent.report.compare import overlap_table, paired_bootstrap, solved_tas
 REQUIRED_FIELDS = ("n_tasks", "n_attempts", "accuracy", "accuracy_stderr", "per_task")
 
 
+def _read_metrics(path: Path) -> dict:
+    try:
+        metrics = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(metrics, dict):
+        raise ValueError(f"{path}: an eval metrics file holds a JSON object, not {type(metrics).__name__}")  # noqa: TRY004 (bad input)
+    return metrics
+
+
+def not_evaluated(paths: list[Path]) -> dict[str, str]:
+    """{model name: why} for the metrics files of models that were not evaluated (`evaluated: false`: a
+    warmup that was off trained nothing, termagent.evaluate.model.write_not_evaluated)."""
+    out: dict[str, str] = {}
+    for path in sorted(Path(p) for p in paths):
+        metrics = _read_metrics(path)
+        if metrics.get("evaluated") is False:
+            out[path.stem] = str(metrics.get("reason") or "not evaluated")
+    return out
+
+
 def load_eval_metrics(paths: list[Path]) -> dict[str, dict]:
     """{model name: metrics} from metrics files; the name is the file's stem (metrics/eval/sft.json
-    -> "sft"), which is also the stage's name prefix."""
+    -> "sft"), which is also the stage's name prefix. A model that was not evaluated (`evaluated: false`)
+    is left out: `not_evaluated` lists it with the reason."""
     out: dict[str, dict] = {}
     for path in sorted(Path(p) for p in paths):
-        try:
-            metrics = json.loads(path.read_text())
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path}: not valid JSON: {e}") from None
+        metrics = _read_metrics(path)
+        if metrics.get("evaluated") is False:
+            continue
         missing = [f for f in REQUIRED_FIELDS if f not in metrics]
         if missing:
             raise ValueError(f"{path}: eval metrics file lacks field(s) {', '.join(missing)}")
@@ -38,8 +59,10 @@ def load_eval_metrics(paths: list[Path]) -> dict[str, dict]:
 
 
 def build_summary(
-    metrics: dict[str, dict], *, base: str, n_resamples: int, confidence: float, seed: int
+    metrics: dict[str, dict], *, base: str, n_resamples: int, confidence: float, seed: int,
+    skipped: dict[str, str] | None = None,
 ) -> dict[str, Any]:
+    """`skipped`: {model: why} for models not evaluated (`not_evaluated`), stated in the reports."""
     if base not in metrics:
         raise ValueError(f"base model {base!r} has no metrics file (have: {', '.join(sorted(metrics))})")
     per_task = {m: x["per_task"] for m, x in metrics.items()}
@@ -79,6 +102,7 @@ def build_summary(
         "n_common_tasks": sum(len(g["tasks"]) for g in overlap),
         "bootstrap": {"n_resamples": n_resamples, "confidence": confidence, "seed": seed},
         "by_split": by_split,
+        "not_evaluated": dict(sorted((skipped or {}).items())),
     }
 
 
@@ -106,6 +130,7 @@ def overlap_markdown(summary: dict, metrics: dict[str, dict]) -> str:
     lines = ["# Which tasks each model solves", "",
              ("A task counts as solved by a model when at least one attempt passed. "
              f"{summary['n_common_tasks']} tasks were evaluated by every model."), "",
+             *_not_evaluated_lines(summary),
              "## Solved tasks per model", "",
              "| model | solved | of tasks | accuracy |", "| --- | --- | --- | --- |"]
     for m in models:
@@ -126,6 +151,15 @@ def overlap_markdown(summary: dict, metrics: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _not_evaluated_lines(summary: dict) -> list[str]:
+    """A paragraph naming each model left out of the tables and why ([] when every model was evaluated)."""
+    skipped = summary.get("not_evaluated") or {}
+    if not skipped:
+        return []
+    return ["Not evaluated, so not in the tables: " + "; ".join(f"`{m}`: {why}" for m, why in skipped.items())
+            + ".", ""]
+
+
 def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) -> str:
     """The comparison tables; with `training` ({stage: train.json}), a warning when the warmup never copied
     and a closing section with what the training stages reported (termagent.report.training)."""
@@ -138,6 +172,7 @@ def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) 
              f"interval over tasks ({b['n_resamples']} resamples, seed {b['seed']}). "
              "An interval that contains 0 means the eval cannot tell the two apart."), "",
              *([training_warning(training)] if training_warning(training) else []),
+             *_not_evaluated_lines(summary),
              "| model | tasks | accuracy | base | diff | CI low | CI high | P(diff ≤ 0) | verdict |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for m, c in summary["comparisons"].items():
@@ -234,6 +269,7 @@ def metrics_view(summary: dict) -> dict:
         "solved_by_none": summary["solved_by_none"],
         "n_common_tasks": summary["n_common_tasks"],
         "bootstrap": summary["bootstrap"],
+        "not_evaluated": summary.get("not_evaluated") or {},
         "by_split": {
             group: {"models": g["models"],
                     "comparisons": {m: {k: v for k, v in c.items() if k not in ("model", "base")}

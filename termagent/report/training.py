@@ -41,6 +41,8 @@ def warmup_copy_missed(train: dict[str, dict]) -> dict | None:
 
 
 def _warmup_row(w: dict) -> str:
+    if w.get("enabled") is False:
+        return f"**off**: {w.get('skipped') or 'warmup.enabled false'}"
     win = w.get("windows") or {}
     copy = ""
     if win.get("copy_target"):

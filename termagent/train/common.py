@@ -23,6 +23,14 @@ from termagent import atomic
 
 log = logging.getLogger(__name__)
 
+# No code from the Hub at run time. transformers >= 5 loads a model with `use_kernels=True` whenever the `kernels`
+# package is installed (transformers 5.25 depends on it); on CUDA `model.train()` then downloads unpinned kernel
+# code from the Hub (offline: "Version 2 of 'kernels-community/rotary' is not available in the local cache").
+# Every model this project loads passes `use_kernels=False` (load_model, the hf policy, serve's merge); this
+# switch, which transformers reads on every `from_pretrained`, covers a model a library loads itself (TRL given
+# a model id, or building a non-PEFT DPO reference). docs/kernels.md.
+os.environ["USE_HUB_KERNELS"] = "NO"
+
 
 # -- LoRA ---------------------------------------------------------------------------------------------------
 @dataclass
@@ -197,7 +205,7 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, *, 
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir}: no config.json (expected a transformers model directory)")
     dtype = torch.bfloat16 if bf16_supported() else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype)
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype, use_kernels=False)
     if adapter_dir is not None:
         from peft import PeftModel
 

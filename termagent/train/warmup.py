@@ -39,6 +39,27 @@ def write_start(out_dir: str | Path, *, base_dir: str | Path, adapter: bool, met
     return record
 
 
+OFF_REASON = "warmup.enabled false: no warmup model was trained; GRPO starts from the base model"
+
+
+def write_disabled(out_dir: str | Path, *, base_dir: str | Path, metrics_dir: str | Path,
+                   curves_png: str | Path | None = None) -> dict:
+    """The warmup stage with `warmup.enabled: false` (the H100 profile): every output dvc.yaml declares, none
+    of them a metric of training that did not happen. `out_dir`/start.json names the base GRPO starts from;
+    metrics_dir/train.json says `enabled: false` and why; metrics_dir/dvclive holds only skipped.json (no
+    curve); the curves PNG says the warmup is off. warmup_eval then evaluates nothing (the base is base_eval's)
+    and the report leaves the warmup row out, saying why. Returns the start record."""
+    from termagent.train.common import plot_curves, write_stage_metrics
+
+    record = write_start(out_dir, base_dir=base_dir, adapter=False)
+    metrics_dir = Path(metrics_dir)
+    with atomic.staged_dir(metrics_dir / "dvclive") as staging:  # no curve of an earlier enabled run survives
+        atomic.write_json(staging / "skipped.json", {"skipped": OFF_REASON, "start": record})
+    plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", "warmup: off", note=OFF_REASON)
+    write_stage_metrics(metrics_dir / "train.json", "warmup", enabled=False, skipped=OFF_REASON, start=record)
+    return record
+
+
 def resolve_start(warmup_dir: str | Path = "models/warmup") -> tuple[Path, Path | None]:
     """(base model dir, adapter dir or None) GRPO starts from, as the warmup stage recorded it."""
     path = Path(warmup_dir) / START_FILE

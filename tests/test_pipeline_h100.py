@@ -1,0 +1,79 @@
+"""The H100 DAG on a CPU: profiles/h100.yaml (warmup off) with the smoke sizes and CPU stand-ins
+(tests/profiles/h100_on_cpu.yaml: the tiny model for the 8B one, vLLM, Harbor and OpenThoughts off), applied to
+a scratch copy of the repository; `dvc repro mt_grpo_eval report` runs to the end.
+
+What the warmup being off must not break: every stage's declared outputs exist (the warmup's metrics say it was
+off, with no curve or number of training that did not happen), every consumer finds its model (GRPO, SFT, DPO and
+MT-GRPO start from the base start.json names), warmup_eval evaluates nothing (that model is the base, which
+base_eval evaluates) and says so, and the report names every model, the warmup as not evaluated with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.scratch_repo import REPO, run, scratch_copy
+
+TRAINED = ["grpo", "sft", "dpo", "mt_grpo"]
+EVALUATED = ["base", *TRAINED]
+
+pytestmark = [pytest.mark.docker, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory) -> Path:
+    root = scratch_copy(tmp_path_factory.mktemp("h100") / "repo",
+                        ["h100", "smoke", "tests/profiles/h100_on_cpu.yaml"])
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    assert params["warmup"]["enabled"] is False and params["base_model"]["source"] == "tiny"
+    run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], root, timeout=5400)
+    return root
+
+
+def declared_outputs(stage: dict) -> list[str]:
+    return [next(iter(o)) if isinstance(o, dict) else o
+            for kind in ("outs", "metrics", "plots") for o in stage.get(kind, [])]
+
+
+def test_every_stage_ran_and_every_declared_output_exists(pipeline):
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    missing = {name: [p for p in declared_outputs(s) if not (pipeline / p).exists()] for name, s in stages.items()}
+    assert {k: v for k, v in missing.items() if v} == {}
+    status = json.loads(run([sys.executable, "-m", "dvc", "status", "--json"], pipeline) or "{}")
+    assert set(status) - {"image"} == set()  # `image` is always_changed
+
+
+def test_the_warmup_says_it_was_off_and_every_consumer_started_from_the_base(pipeline):
+    start = json.loads((pipeline / "models/warmup/start.json").read_text())
+    assert (start["start_from"], start["base"], start["adapter"]) == ("base", "models/base", None)
+    assert sorted(p.name for p in (pipeline / "models/warmup").iterdir()) == ["start.json"]
+    train = json.loads((pipeline / "metrics/warmup/train.json").read_text())
+    assert train["enabled"] is False and "warmup.enabled false" in train["skipped"]
+    assert "last_loss" not in train and "global_steps" not in train  # no number of a training that did not run
+    assert [p.name for p in (pipeline / "metrics/warmup/dvclive").iterdir()] == ["skipped.json"]
+    for model in TRAINED:
+        adapter = json.loads((pipeline / f"models/{model}/adapter_config.json").read_text())
+        assert Path(adapter["base_model_name_or_path"]).name == "base", model
+
+
+def test_warmup_eval_evaluates_nothing_and_the_report_names_every_model(pipeline):
+    warmup = json.loads((pipeline / "metrics/eval/warmup.json").read_text())
+    assert warmup["evaluated"] is False and "accuracy" not in warmup
+    assert json.loads((pipeline / "data/eval/warmup/skipped.json").read_text())["evaluated"] is False
+    for model in EVALUATED:
+        metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
+        assert metrics["n_attempts"] >= 1 and set(metrics["by_split"]) == {"eval", "eval_id", "eval_ood"}, model
+    summary = json.loads((pipeline / "metrics/summary.json").read_text())
+    assert sorted(summary["models"]) == sorted(EVALUATED)
+    assert sorted(summary["comparisons"]) == sorted(TRAINED)
+    assert list(summary["not_evaluated"]) == ["warmup"]
+    comparison = (pipeline / "reports/comparison.md").read_text()
+    for model in TRAINED:
+        assert f"| {model} |" in comparison, model
+    assert "`warmup`: models/warmup trained no model of its own" in comparison
+    assert "| warmup | **off**: warmup.enabled false" in comparison  # the training section
