@@ -54,10 +54,10 @@ TOY = {"vocab_size": 1024, "hidden_size": 64, "intermediate_size": 128, "num_hid
 # Sizes of the check. Settings not named here are the H100 profile's.
 FULL_SIZES = {"sft_conversations": 16, "sft_tokens": (4600, 11000), "dpo_pairs": 2, "dpo_len": 8192,
               "grpo_completion": 256, "mt_prompt": 2048, "mt_trajectory": 8192, "mt_turns": 8}
-TOY_SIZES = {"sft_conversations": 4, "sft_tokens": (200, 400), "dpo_pairs": 2, "dpo_len": 256,
+TOY_SIZES = {"sft_conversations": 4, "sft_tokens": (1400, 1900), "dpo_pairs": 2, "dpo_len": 1024,
              "grpo_completion": 16, "mt_prompt": 64, "mt_trajectory": 128, "mt_turns": 3}
-TOY_PROFILE = {"sft": {"max_length": 256, "gradient_accumulation_steps": 2, "lora": {"r": 8, "alpha": 8}},
-               "dpo": {"max_length": 256, "gradient_accumulation_steps": 2},
+TOY_PROFILE = {"sft": {"max_length": 2048, "gradient_accumulation_steps": 2, "lora": {"r": 8, "alpha": 8}},
+               "dpo": {"max_length": 1024, "gradient_accumulation_steps": 2},
                "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
                         "max_prompt_length": 2048, "lora": {"r": 8, "alpha": 8}},
                "mt_grpo": {"num_generations": 2, "tasks_per_step": 2, "max_prompt_length": 64,
@@ -196,7 +196,7 @@ def run_sft(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu, *, c
     from termagent.train.sft import SFTParams, train_sft
 
     params = replace(section(profile, "sft", SFTParams), datasets=["<given>"], num_train_epochs=1.0, max_steps=1,
-                     logging_steps=1)
+                     logging_steps=1, warmup_ratio=0.0)  # one step: a warmup would hold the rate at 0
     tokenizer = load_tokenizer(base)
     convs = conversations(tokenizer, sizes["sft_conversations"], *sizes["sft_tokens"])
     p = memory.plan("sft", shape, seq_len=params.max_length, micro_batch=params.per_device_train_batch_size,
@@ -236,7 +236,8 @@ def run_dpo(base: Path, sft_adapter: Path, work: Path, profile: dict, sizes: dic
                      "rejected": [{"role": "assistant", "content": "{" + filler(tokenizer, half // 2 - 120, rng)}]})
     data = work / "dpo.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    params = replace(section(profile, "dpo", DPOParams), dataset=str(data), max_steps=1, logging_steps=1)
+    params = replace(section(profile, "dpo", DPOParams), dataset=str(data), max_steps=1, logging_steps=1,
+                     warmup_ratio=0.0)
     sft_lora = section(profile, "sft", __import__("termagent.train.sft", fromlist=["SFTParams"]).SFTParams).lora
     p = memory.plan("dpo", shape, seq_len=params.max_length, micro_batch=2 * params.per_device_train_batch_size,
                     checkpointing=True, lora_r=sft_lora.r, lora_targets=sft_lora.target_modules,
