@@ -94,9 +94,9 @@ def build_base(out_dir: Path, shape: dict, dtype, device) -> dict:
     """Random-init Qwen3 of `shape` + a BPE tokenizer with Qwen3's special tokens and the project template made
     from the stock Qwen3 one, saved as a transformers directory (what the base_model stage writes)."""
     import torch
-    from termagent.models.templates import install_template
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    from termagent.models.templates import install_template
     from termagent.models.tiny import train_tokenizer
 
     started = time.perf_counter()
