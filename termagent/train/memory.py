@@ -5,23 +5,27 @@ out-of-memory error an hour into a run.
     python -m termagent.train.memory --model models/base --gpu-gib 80     # every stage of params.yaml
 
 The estimate counts what autograd keeps, tensor by tensor, for a Qwen3/Llama decoder with a frozen bf16 base and
-PEFT LoRA adapters (PEFT keeps adapter weights in fp32 and casts each adapted module's input to fp32, a copy the
-adapter's backward keeps), per token and layer:
+PEFT LoRA adapters, per token and layer (h hidden, q = heads x head_dim, kv = kv_heads x head_dim, I intermediate):
 
     input and post-attention RMSNorm   2 x 4h         (the fp32 upcast of the input)
     q_norm / k_norm                    4 (q + kv)     (fp32 upcast, per head)
-    SDPA inputs and output             2 q x 4        (k, v repeated to q's width when a mask is passed)
+    SDPA q, k, v and output            4q + 4kv       (unpadded rows: grouped-query attention, k/v not repeated)
     SwiGLU                             3 x 2I         (gate, silu(gate), up)
-    each adapted module                4 x d_in + 4r  (fp32 input copy, fp32 A output)
+    each adapted module                b x (d_in + r) (its own copy of the input in the adapter's dtype, and A's
+                                                       output: b = 2 under the trainers' bf16 autocast, 4 for a
+                                                       plain bf16 model, whose fp32 adapters upcast the input)
 
-(h hidden, q = heads x head_dim, kv = kv_heads x head_dim, I intermediate). The loss adds 10 bytes per logit
-(bf16 logits, their fp32 upcast, the fp32 log-softmax the loss keeps). With gradient checkpointing only each
-layer's input (2h) stays, plus one layer recomputed during the backward; the logits' peak and that layer's do not
-overlap. Static memory: the bf16 weights, and per adapter parameter 16 bytes (fp32 weight, grad, two AdamW moments).
+The loss adds, per logit, 2.5 bytes in the trainers (bf16 logits; TRL's and transformers' losses never hold a
+full fp32 copy: 2.1-2.3 B measured) and 10 bytes for a plain `model(labels=...)` (bf16 logits, their fp32 upcast,
+the fp32 log-softmax). With gradient checkpointing only each layer's input (2h) stays, plus one layer recomputed
+in the backward; the logits' peak and that layer's do not overlap. Static memory: the bf16 weights, and per
+adapter parameter 16 bytes (fp32 weight, grad, two AdamW moments; 8 before the first optimizer step).
 
-Checked against the H200 (random-init Qwen3-8B shape, LoRA r=64 on 7 modules, one 9,000-token sequence, forward +
-backward, no optimizer): measured 33.9 GiB with checkpointing, 121.2 GiB without; torch's peak by this model: 31.8 and 122.5
-(tests/train/test_memory.py pins both within 10 %).
+Checked three ways (tests/train/test_memory.py): the per-layer count against the tensors autograd saves in a
+small Qwen3 on CPU, with and without autocast (within 5 %); a plain forward+backward of one 9,000-token sequence
+through the Qwen3-8B shape on the lent H200 (33.9 GiB with checkpointing, 121.2 without: the plan says 31.8 and
+118.4); and `make gpu-check`'s stages on the H200 (metrics/bench_gpu.json: SFT, SFT without checkpointing, DPO and
+MT-GRPO at the H100 profile's shapes, each within 12 %).
 """
 
 from __future__ import annotations
@@ -34,7 +38,8 @@ GIB = 1024 ** 3
 # Per-module input width, by the names PEFT targets on Qwen3/Llama blocks.
 _ATTN_IN = ("q_proj", "k_proj", "v_proj")
 _MLP_IN = ("gate_proj", "up_proj")
-LOGIT_BYTES = 10  # bf16 logits + fp32 upcast + fp32 log-softmax kept for the backward
+LOGIT_BYTES_TRAINER = 2.5  # bf16 logits; the trainers' losses work on them in chunks (2.1-2.3 B measured)
+LOGIT_BYTES_PLAIN = 10  # bf16 logits + fp32 upcast + fp32 log-softmax kept for the backward
 CUDA_CONTEXT_BYTES = int(0.75 * GIB)  # CUDA context + allocator slack, outside torch's own counters
 
 
@@ -102,12 +107,13 @@ def lora_params(shape: ModelShape, r: int, targets: list[str]) -> int:
     return shape.layers * sum(r * (dims[t][0] + dims[t][1]) for t in targets)
 
 
-def activation_bytes(shape: ModelShape, r: int, targets: list[str]) -> int:
+def activation_bytes(shape: ModelShape, r: int, targets: list[str], *, autocast: bool = True) -> int:
     """Bytes autograd keeps per token and layer (module docstring)."""
     h, q, kv, i = shape.hidden, shape.q, shape.kv, shape.intermediate
-    kept = 2 * 4 * h + 4 * (q + kv) + 4 * 2 * q + 3 * 2 * i
+    kept = 2 * 4 * h + 4 * (q + kv) + 4 * q + 4 * kv + 3 * 2 * i
     dims = shape.module_dims()
-    kept += sum(4 * dims[t][0] + 4 * r for t in targets)
+    b = 2 if autocast else 4
+    kept += sum(b * (dims[t][0] + r) for t in targets)
     return kept
 
 
@@ -137,14 +143,15 @@ class StagePlan:
 def plan(stage: str, shape: ModelShape, *, seq_len: int, micro_batch: int, checkpointing: bool, lora_r: int,
          lora_targets: list[str], optimizer: bool = True, reference_forward: bool = False,
          reserved_fraction: float = 0.0, gpu_bytes: int | None = None, weight_bytes: int = 2,
-         note: str = "") -> StagePlan:
-    """Peak GPU memory of one training micro-step of `stage`."""
+         autocast: bool = True, note: str = "") -> StagePlan:
+    """Peak GPU memory of one training micro-step of `stage` (`autocast`: as the trainers run, bf16=True; off: a
+    plain bf16 model's forward and backward)."""
     tokens = seq_len * micro_batch
     weights = shape.n_params() * weight_bytes
     n_lora = lora_params(shape, lora_r, lora_targets)
     adapter = n_lora * (16 if optimizer else 8)
-    per_layer = activation_bytes(shape, lora_r, lora_targets)
-    logits = tokens * shape.vocab * LOGIT_BYTES
+    per_layer = activation_bytes(shape, lora_r, lora_targets, autocast=autocast)
+    logits = int(tokens * shape.vocab * (LOGIT_BYTES_TRAINER if autocast else LOGIT_BYTES_PLAIN))
     if checkpointing:
         layer_inputs = shape.layers * tokens * 2 * shape.hidden
         activations = layer_inputs + max(logits, tokens * per_layer)
@@ -153,7 +160,7 @@ def plan(stage: str, shape: ModelShape, *, seq_len: int, micro_batch: int, check
         activations = shape.layers * tokens * per_layer
         peak_extra = activations + logits
     if reference_forward:  # DPO's reference pass (adapter disabled, no grad): its logits alone
-        peak_extra = max(peak_extra, tokens * shape.vocab * (2 + 4))
+        peak_extra = max(peak_extra, logits)
     reserved = CUDA_CONTEXT_BYTES + (int(reserved_fraction * gpu_bytes) if gpu_bytes else 0)
     total = weights + adapter + peak_extra + reserved
     return StagePlan(stage=stage, seq_len=seq_len, micro_batch=micro_batch, checkpointing=checkpointing,
@@ -172,6 +179,19 @@ def require_fits(p: StagePlan, *, knobs: str) -> StagePlan:
             f"(weights {p.weights_gib}, adapter+optimizer {p.adapter_gib}, activations {p.activations_gib}, "
             f"logits {p.logits_gib}, reserved {p.reserved_gib}; {p.micro_batch} x {p.seq_len} tokens per "
             f"micro-batch, gradient checkpointing {'on' if p.checkpointing else 'off'}): lower {knobs}")
+    return p
+
+
+def check_before_loading(stage: str, model_dir: str | Path, *, knobs: str, **shape_kwargs) -> StagePlan | None:
+    """On a GPU, plan `stage` from `model_dir`'s config.json and refuse it (MemoryPlanError) when it cannot fit;
+    None without CUDA (nothing to plan)."""
+    import logging
+
+    gpu = gpu_total_bytes()
+    if gpu is None:
+        return None
+    p = require_fits(plan(stage, ModelShape.from_dir(model_dir), gpu_bytes=gpu, **shape_kwargs), knobs=knobs)
+    logging.getLogger(__name__).info("%s memory plan: %s", stage, p.as_dict())
     return p
 
 

@@ -357,6 +357,15 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         check_chat_template(tokenizer)
         if params.full_finetune and init_adapter is not None:
             raise ValueError("full_finetune trains a full model: it cannot start from an adapter (init_adapter)")
+        if not params.full_finetune:
+            from termagent.train.memory import check_before_loading
+
+            check_before_loading(stage, base_dir, seq_len=params.max_length,
+                                 micro_batch=params.per_device_train_batch_size,
+                                 checkpointing=params.gradient_checkpointing, lora_r=params.lora.r,
+                                 lora_targets=list(params.lora.target_modules),
+                                 knobs=f"{stage}.max_length or per_device_train_batch_size, or set "
+                                       f"{stage}.gradient_checkpointing: true")
         model = load_model(base_dir, init_adapter, trainable=True)
         if init_adapter is None and not params.full_finetune:
             model = get_peft_model(model, params.lora.to_peft())
