@@ -3,7 +3,8 @@
     python stages/grpo.py                                  # what `dvc repro grpo` runs
     python stages/grpo.py --profile h100 --out /tmp/grpo ...        # every path is an option
 
-Reads params: grpo (all keys), agent (the terminal: pane size, observation limit, deadline margin),
+Reads params: grpo (all keys), agent (the terminal: pane size, observation limit, deadline margin; the
+protocol: agent.protocol, harbor_package, harbor_version),
 sandbox (runner keys). Starts where models/warmup/start.json says (the warmup adapter when warmup.enabled,
 the embedded profile; else the base model, H100).
 Writes the adapter (--out), rollouts.jsonl / steps.jsonl / screens.json (--rollouts-dir), checkpoints

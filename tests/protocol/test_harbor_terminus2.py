@@ -131,6 +131,13 @@ def test_limit_and_parser_are_harbors(wheel):
     limit = harbor_methods(wheel, "terminus_2.py", "Terminus2", ["_limit_output_length"])["_limit_output_length"]
     for text in ["short", "é" * 9000 + "tail", "x\n" * 20000]:
         assert protocol.limit(text) == limit(None, text)
+    # An observation after commands ran is limited twice (Terminus2._execute_commands, then the loop), which
+    # cuts an already cut output again; the completion question gets it limited once.
+    big = "é" * 20000
+    shown = limit(None, protocol.texts.new_output.format(content=big))
+    assert protocol.observation(big, incremental=True) == limit(None, shown) != shown
+    assert protocol.observation(big, incremental=True, confirm_completion=True) == (
+        protocol.texts.confirmation.format(terminal_output=shown))
     parser = load_json_parser(locate_harbor(wheel))
     reply = '{"analysis": "a", "plan": "p", "commands": [{"keystrokes": "ls"}, {"keystrokes": "pwd\\n"}]} thanks'
     parsed = protocol.parse(reply)
@@ -310,8 +317,8 @@ def test_a_demo_first_prompt_is_terminus_2s(wheel, base_image, docker_client, tm
 
 
 def test_grpo_prompts_use_the_protocol(wheel):
-    from termagent.train.single_turn import EnvConfig, SingleTurnEnv
     from termagent.tasks.load import load_task
+    from termagent.train.single_turn import EnvConfig, SingleTurnEnv
 
     task = load_task(FIXTURE)
     env = SingleTurnEnv(None, [task], EnvConfig(protocol="harbor-terminus-2", harbor_package=str(wheel)))
