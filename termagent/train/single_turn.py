@@ -39,6 +39,7 @@ from termagent.rewards import RewardWeights, single_turn_reward
 from termagent.sandbox import GRADED_ERRORS, Sandbox, run_trial
 from termagent.tasks.model import Task
 from termagent.terminal import TerminalConfig, TmuxTerminal
+from termagent.truncate import limit_output
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +122,10 @@ class ReplyAgent:
             output = terminal.run(self.commands, deadline=stop_at)
         finally:
             terminal.close()
-        return {"screen": screen, "rc": output.rc, "output": output.text, "exec_s": time.monotonic() - t0}
+        # (the "harbor" capture returns the raw text, unbounded: the record keeps head and tail)
+        text = output.text if self.terminal.capture == "termagent" else limit_output(
+            output.text, self.terminal.max_output_bytes)
+        return {"screen": screen, "rc": output.rc, "output": text, "exec_s": time.monotonic() - t0}
 
 
 class SingleTurnEnv:

@@ -4,8 +4,8 @@ The expected messages are computed with Harbor's own code where it can run here:
 methods and `Terminus2._limit_output_length` / `_get_completion_confirmation_message` are executed from the
 pinned Harbor wheel's source (ast-extracted, driven against the same container), the first prompt is the
 wheel's template file filled as `Terminus2.run` does, and replies are judged by the wheel's parser. The
-wheel is fetched once into ~/.cache/termagent/wheels (`pip download --no-deps`); without network the
-tests skip and say so.
+wheel comes from the `harbor_wheel` fixture (tests/conftest.py: fetched once into ~/.cache/termagent/wheels
+with `pip download --no-deps`; without network the tests skip and say so).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 import textwrap
 import types
 import zipfile
@@ -31,25 +30,13 @@ from termagent.protocol.harbor import HarborPackageError, Terminus2Texts, load_j
 from termagent.protocol.protocols import HARBOR_FIX, get_protocol
 
 HARBOR_VERSION = "0.25.0"
-CACHE = Path.home() / ".cache" / "termagent" / "wheels"
 FIXTURE = Path(__file__).resolve().parents[1] / "agent" / "fixtures" / "count-lines"
 T2 = "harbor/agents/terminus_2/"
 
 
 @pytest.fixture(scope="module")
-def wheel() -> Path:
-    wheels = sorted(CACHE.glob(f"harbor-{HARBOR_VERSION}-*.whl"))
-    if not wheels:
-        CACHE.mkdir(parents=True, exist_ok=True)
-        fetch = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
-             "--only-binary=:all:", f"harbor=={HARBOR_VERSION}", "-d", str(CACHE)],
-            capture_output=True, text=True, timeout=300, check=False)
-        wheels = sorted(CACHE.glob(f"harbor-{HARBOR_VERSION}-*.whl"))
-        if fetch.returncode != 0 or not wheels:
-            pytest.skip(f"cannot download the harbor=={HARBOR_VERSION} wheel (no package index reachable?): "
-                        f"{fetch.stderr.strip().splitlines()[-1:] or fetch.returncode}")
-    return wheels[0]
+def wheel(harbor_wheel) -> Path:
+    return harbor_wheel
 
 
 def wheel_text(wheel: Path, rel: str) -> str:
