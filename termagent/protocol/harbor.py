@@ -273,9 +273,8 @@ class Terminus2Texts:
             raise HarborPackageError(f"harbor/{PROMPT_TEMPLATE} ({harbor.location}): expected the placeholders "
                                      f"instruction and terminal_state, found {sorted(placeholders(prompt))}")
         agent, tmux = _Source(harbor, AGENT_SOURCE), _Source(harbor, TMUX_SOURCE)
-        for name in ("_get_prompt_template_path",):
-            if "terminus-json-plain.txt" not in ast.unparse(agent.function(name)):
-                raise agent.error(name, "the json prompt template's file name")
+        if PROMPT_TEMPLATE.rsplit("/", 1)[1] not in ast.unparse(agent.function("_get_prompt_template_path")):
+            raise agent.error("_get_prompt_template_path", "the json prompt template's file name")
         limit_fn = agent.function("_limit_output_length")
         defaults = [d.value for d in limit_fn.args.defaults if isinstance(d, ast.Constant)]
         if not defaults or not isinstance(defaults[-1], int):
