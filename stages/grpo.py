@@ -3,7 +3,8 @@
     python stages/grpo.py                                  # what `dvc repro grpo` runs
     python stages/grpo.py --profile h100 --out /tmp/grpo ...        # every path is an option
 
-Reads params: grpo (all keys), agent (the terminal: pane size, observation limit, deadline margin),
+Reads params: grpo (all keys), agent (the terminal: pane size, observation limit, deadline margin; the
+protocol: agent.protocol, harbor_package, harbor_version),
 sandbox (runner keys). Starts where models/warmup/start.json says (the warmup adapter when warmup.enabled,
 the embedded profile; else the base model, H100).
 Writes the adapter (--out), rollouts.jsonl / steps.jsonl / screens.json (--rollouts-dir), checkpoints
@@ -49,7 +50,9 @@ def main(params_file, profile, warmup, tasks_index, image, out, rollouts_dir, ch
     sandbox_config = dataclasses.replace(sandbox_params.sandbox_config(json.loads(image.read_text())["image"]),
                                          warm_pool=max(sandbox_params.warm_pool, eff.generation_batch_size))
     env = EnvConfig(pane_width=agent.pane_width, pane_height=agent.pane_height,
-                    max_observation_bytes=agent.max_observation_bytes, deadline_margin_sec=agent.deadline_margin_sec)
+                    max_observation_bytes=agent.max_observation_bytes, deadline_margin_sec=agent.deadline_margin_sec,
+                    protocol=agent.protocol, harbor_package=agent.harbor_package,
+                    harbor_version=agent.harbor_version)
     paths = GRPOPaths(warmup=warmup, out=out, rollouts_dir=rollouts_dir, checkpoints=checkpoints,
                       metrics_dir=metrics_dir)
     with Sandbox(sandbox_config) as sandbox:

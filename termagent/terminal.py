@@ -53,6 +53,10 @@ class TerminalConfig:
     poll_sec: float = 0.05  # idle check period while waiting
     start_timeout_sec: float = 20.0
     shell: str = "bash --login"
+    # How new output is told apart: "termagent" (the cursor-row mark below, text limited here) or "harbor"
+    # (Harbor's TmuxSession.get_incremental_output: the whole scrollback is compared with the previous one;
+    # the raw text is returned and the protocol labels and limits it, as terminus-2 does).
+    capture: str = "termagent"
 
 
 @dataclass
@@ -74,7 +78,10 @@ class TmuxTerminal:
         self._last_rc: int | None = None
         self._mark_row: int | None = None  # absolute row (history + cursor_y) of the cursor at last capture
         self._mark_text = ""
+        self._previous_buffer: str | None = None  # capture "harbor": the scrollback at the last capture
         self.started = False
+        if self.config.capture not in ("termagent", "harbor"):
+            raise ValueError(f"terminal capture must be 'termagent' or 'harbor', got {self.config.capture!r}")
 
     # ---- lifecycle -----------------------------------------------------------------------------------
 
@@ -182,6 +189,8 @@ class TmuxTerminal:
 
     def capture(self) -> TurnOutput:
         """What the terminal printed since the last capture (or the screen), and the last exit status."""
+        if self.config.capture == "harbor":
+            return self._capture_harbor()
         mark = self._mark_row if self._mark_row is not None else 0
         script = (
             f"info=$(tmux display -p -t {self.target} "
@@ -226,7 +235,48 @@ class TmuxTerminal:
     def screen(self) -> str:
         """The visible screen now (does not move the new-output mark)."""
         result = self.trial.exec(f"tmux capture-pane -p -t {self.target}", timeout=30)
-        return _strip_blank_tail(result.output)
+        return result.output if self.config.capture == "harbor" else _strip_blank_tail(result.output)
+
+    def _capture_harbor(self) -> TurnOutput:
+        """Harbor's TmuxSession.get_incremental_output (terminus-2), with the texts left to the protocol:
+        the first capture is the visible screen; later ones are the scrollback (`capture-pane -p -S -`)
+        from the last line of the previous scrollback's stripped text on, when that text is still found in
+        it and something non-blank follows (incremental=True), else the visible screen. Both panes are
+        read by one exec, raw (trailing blank rows kept, as Harbor sends them); nothing is limited here."""
+        script = (f"cat {self.state_dir}/rc 2>/dev/null; echo; echo {_SEPARATOR}; "
+                  f"tmux capture-pane -p -t {self.target} || exit 3; echo {_SEPARATOR}; "
+                  f"tmux capture-pane -p -S - -t {self.target} || exit 3")
+        marker = f"\n{_SEPARATOR}\n"
+        for attempt in range(CAPTURE_ATTEMPTS):
+            result = self.trial.exec(script, timeout=30)
+            parts = result.output.split(marker) if result.rc == 0 else []
+            if len(parts) == 3:
+                break
+            if attempt + 1 < CAPTURE_ATTEMPTS:
+                log.warning("tmux capture came back cut or failed (exit %s): retrying", result.rc)
+                time.sleep(0.2 * (attempt + 1))
+        else:
+            raise TerminalError(f"tmux capture failed {CAPTURE_ATTEMPTS} times (last exit {result.rc}): "
+                                f"{result.output[-1000:]}")
+        head, screen, buffer = parts
+        screen += "\n"  # capture-pane ends every row with a newline; the marker took the last one
+        seq = _parse_seq(head.strip().splitlines()[:1])
+        if seq:
+            self._seq, self._last_rc = seq
+        rc = self._last_rc if self._seq != self._captured_seq else None
+        self._captured_seq = self._seq
+        previous, self._previous_buffer = self._previous_buffer, buffer
+        new = None
+        if previous is not None and not result.truncated:  # a cut exec output is not the scrollback
+            pb = previous.strip()
+            if pb in buffer:
+                idx = buffer.index(pb)
+                if "\n" in pb:
+                    idx = pb.rfind("\n")  # as Harbor: an index into pb, used on the new buffer
+                new = buffer[idx:]
+        if new is not None and new.strip():
+            return TurnOutput(text=new, incremental=True, rc=rc, truncated=False)
+        return TurnOutput(text=screen, incremental=False, rc=rc, truncated=False)
 
 
 def _parse_capture(output: str) -> tuple[tuple[int, int, int], list[str], str, str] | None:

@@ -44,3 +44,28 @@ def tiny_model_dir(tmp_path_factory) -> Path:
                              pre_tokenizer="qwen")  # the fixture the policy/GRPO tests were tuned on
     build_tiny_model(out, config, [REPO / "data" / "tasks"])
     return out
+
+
+HARBOR_VERSION = "0.25.0"  # the release eval.backend harbor pins (agent.harbor_version)
+
+
+@pytest.fixture(scope="session")
+def harbor_wheel() -> Path:
+    """The pinned Harbor wheel (read, never installed: Harbor needs Python >= 3.12), downloaded once into
+    ~/.cache/termagent/wheels with `pip download --no-deps`; skips, saying why, when that fails."""
+    import subprocess
+    import sys
+
+    cache = Path.home() / ".cache" / "termagent" / "wheels"
+    wheels = sorted(cache.glob(f"harbor-{HARBOR_VERSION}-*.whl"))
+    if not wheels:
+        cache.mkdir(parents=True, exist_ok=True)
+        fetch = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
+             "--only-binary=:all:", f"harbor=={HARBOR_VERSION}", "-d", str(cache)],
+            capture_output=True, text=True, timeout=300, check=False)
+        wheels = sorted(cache.glob(f"harbor-{HARBOR_VERSION}-*.whl"))
+        if fetch.returncode != 0 or not wheels:
+            pytest.skip(f"cannot download the harbor=={HARBOR_VERSION} wheel (no package index reachable?): "
+                        f"{fetch.stderr.strip().splitlines()[-1:] or fetch.returncode}")
+    return wheels[0]

@@ -67,6 +67,8 @@ def test_h100_holds_the_design_configuration():
     assert (ev.harbor.agent, ev.harbor.temperature, ev.harbor.max_input_tokens, ev.harbor.max_output_tokens,
             ev.harbor.n_concurrent) == ("terminus-2", 0.7, 24000, 8192, 4)
     assert typed("sandbox").concurrency == 8 and typed("sandbox").pids_limit == 64
+    # the eval is Harbor's terminus-2: every stage that renders a prompt sends its text (issue 28, item 5)
+    assert typed("agent").protocol == "harbor-terminus-2" and typed("agent").harbor_version == "0.25.0"
     assert typed("generate").instances == 52 and typed("curate").target_size == 100
 
     grpo = typed("grpo")

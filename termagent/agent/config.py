@@ -32,6 +32,14 @@ class AgentConfig:
     deadline_margin_sec: float = 2.0  # stop this long before the trial's deadline, so we end cleanly
     pane_width: int = 160
     pane_height: int = 40
+    # The prompt/observation texts and the reply parser (termagent/protocol/protocols.py): "termagent" (our
+    # wording) | "harbor-terminus-2" (Harbor's terminus-2, every text read from the installed Harbor package
+    # at run time: set it wherever the eval is Harbor's terminus-2, so training sends the eval's text).
+    protocol: Literal["termagent", "harbor-terminus-2"] = "termagent"
+    # harbor-terminus-2: where Harbor's files are (a harbor-X.whl, the `harbor` package dir or its
+    # site-packages); null: $HARBOR_PACKAGE_DIR, else the `uv tool install harbor` environment, else `import harbor`.
+    harbor_package: str | None = None
+    harbor_version: str | None = "0.25.0"  # harbor-terminus-2: refuse any other release (null: any)
 
     def __post_init__(self) -> None:
         problems = []
@@ -45,6 +53,8 @@ class AgentConfig:
             problems.append(f"context_strategy must be 'summarize', 'drop_oldest' or 'end', got {self.context_strategy!r}")
         if self.context_limit is not None and self.context_limit < 1:
             problems.append(f"context_limit must be a positive number of tokens, got {self.context_limit}")
+        if self.protocol not in ("termagent", "harbor-terminus-2"):
+            problems.append(f"protocol must be 'termagent' or 'harbor-terminus-2', got {self.protocol!r}")
         if self.temperature < 0:
             problems.append(f"temperature must be >= 0, got {self.temperature}")
         if problems:

@@ -39,7 +39,9 @@ class ContextLimitReached(RuntimeError):
 
 
 class ContextManager:
-    def __init__(self, policy: Policy, config: AgentConfig, record: EpisodeRecord, screen: Screen | None = None):
+    def __init__(self, policy: Policy, config: AgentConfig, record: EpisodeRecord, screen: Screen | None = None,
+                 protocol=None):
+        self.protocol = protocol  # None: the termagent texts (its screen label and limit)
         self.policy = policy
         self.config = config
         self.record = record
@@ -123,8 +125,14 @@ class ContextManager:
             event["summary_error"] = "empty summary"
             return None
         # The summary saw the latest observation; the screen shows where things stand now.
-        screen = format_terminal_output(limit_output(self.screen(), self.config.max_observation_bytes), False)
+        screen = self._screen_text()
         return [], task_prompt + format_summary_handoff(generation.text) + "\n\n" + screen
+
+    def _screen_text(self) -> str:
+        """The visible screen as an observation of the episode's protocol shows it."""
+        if self.protocol is not None:
+            return self.protocol.screen_text(self.screen())
+        return format_terminal_output(limit_output(self.screen(), self.config.max_observation_bytes), False)
 
     def _summary_request(self, history: list[dict], pending: str, limit: int | None,
                          max_tokens: int) -> list[dict] | None:
@@ -147,7 +155,7 @@ class ContextManager:
                  event: dict) -> tuple[list[dict], str] | None:
         if self.screen is None:
             return None
-        screen = format_terminal_output(limit_output(self.screen(), self.config.max_observation_bytes), False)
+        screen = self._screen_text()
         restarted = task_prompt + RESTART_NOTE + screen
         if restarted == pending or (budget is not None and self.count([], restarted) > budget):
             return None  # no progress possible

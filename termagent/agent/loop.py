@@ -26,7 +26,7 @@ from termagent.agent.config import AgentConfig
 from termagent.agent.context import ContextLimitReached, ContextManager, ContextOverflow
 from termagent.agent.episode import EpisodeRecord
 from termagent.policy import ContextLengthExceeded, Policy
-from termagent.protocol import format_observation, parse_response, render_initial_prompt
+from termagent.protocol.protocols import protocol_for
 from termagent.terminal import TerminalConfig, TmuxTerminal
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ class TerminusAgent:
     def __init__(self, policy: Policy, config: AgentConfig | None = None):
         self.policy = policy
         self.config = config or AgentConfig()
+        self.protocol = protocol_for(self.config)  # the texts and the parser (agent.protocol)
 
     def run(self, trial, task) -> dict:
         """Play one episode in `trial`'s container. Never raises for a failure inside the episode: the
@@ -48,16 +49,20 @@ class TerminusAgent:
         record = EpisodeRecord.start(task_id=task.id, attempt=getattr(trial, "attempt", 0),
                                      model=getattr(self.policy, "name", "policy"), agent=self.name,
                                      config=config.to_dict())
+        protocol = self.protocol
+        if protocol.name != "termagent":
+            record.data["protocol"] = protocol.describe()
         # Attempts of one task must sample differently, or their spread (the eval's stderr) means nothing.
         seed = None if config.seed is None else config.seed + 1000 * record.data["attempt"]
         deadline = getattr(trial, "deadline", None)
         stop_at = None if deadline is None else deadline - config.deadline_margin_sec
         terminal = TmuxTerminal(trial, TerminalConfig(width=config.pane_width, height=config.pane_height,
-                                                      max_output_bytes=config.max_observation_bytes))
-        context = ContextManager(self.policy, config, record, screen=terminal.screen)
+                                                      max_output_bytes=config.max_observation_bytes,
+                                                      capture=protocol.capture))
+        context = ContextManager(self.policy, config, record, screen=terminal.screen, protocol=protocol)
         try:
             screen = terminal.start()
-            task_prompt = render_initial_prompt(task.instruction, screen)
+            task_prompt = protocol.initial_prompt(task.instruction, screen)
             history: list[dict] = []
             pending = task_prompt
             awaiting_confirmation = False
@@ -79,24 +84,24 @@ class TerminusAgent:
                     history, pending = context.reduce(history, pending, task_prompt, turn=index,
                                                       trigger="context_exceeded", limit=error.limit)
                     # The note goes last: after a summary, `pending` is the whole first message (task first).
-                    pending += "\n\n" + format_observation(context_exceeded=True,
+                    pending += "\n\n" + protocol.observation(context_exceeded=True,
                                                            context_limit=context.limit(error.limit),
                                                            context_strategy=config.context_strategy)
                     turn["observation"] = pending
                     continue
                 record.add_generation(turn, generation)
                 history = [*messages, {"role": "assistant", "content": generation.text}]
-                parsed = parse_response(generation.text)
+                parsed = protocol.parse(generation.text)
                 turn.update(parse_ok=parsed.ok and generation.finish_reason != "length",
                             warnings=parsed.warnings, errors=parsed.errors, fixes=parsed.fixes,
                             response=parsed.response.to_dict() if parsed.response else None)
 
                 if generation.finish_reason == "length" or not parsed.ok:
                     if generation.finish_reason == "length":
-                        pending = format_observation(output_cut=True, max_output_tokens=config.max_output_tokens,
+                        pending = protocol.observation(output_cut=True, max_output_tokens=config.max_output_tokens,
                                                      warnings=parsed.warnings)
                     else:
-                        pending = format_observation(errors=parsed.errors, warnings=parsed.warnings)
+                        pending = protocol.observation(errors=parsed.errors, warnings=parsed.warnings)
                     failed_in_row += 1
                     if config.max_failed_replies is not None and failed_in_row >= config.max_failed_replies:
                         turn.update(observation=None, t_end=time.time())
@@ -116,7 +121,7 @@ class TerminusAgent:
                         record.ended_by = "task_complete"
                         break
                     awaiting_confirmation = response.task_complete
-                    pending = format_observation(output.text, incremental=output.incremental,
+                    pending = protocol.observation(output.text, incremental=output.incremental,
                                                  warnings=parsed.warnings,
                                                  confirm_completion=response.task_complete,
                                                  max_bytes=config.max_observation_bytes)

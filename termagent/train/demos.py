@@ -187,8 +187,11 @@ class DemoAgent:
     name = "oracle-demo"
 
     def __init__(self, config: DemosConfig, agent_config: AgentConfig):
+        from termagent.protocol.protocols import protocol_for
+
         self.config = config
         self.agent_config = agent_config
+        protocol_for(agent_config)  # a missing Harbor package (agent.protocol) stops here, not in every trial
 
     def groups_for(self, task) -> list[list[Step]]:
         script = task.solve_script

@@ -222,6 +222,9 @@ class MultiTurnRollout:
         self.tasks = tasks
         self.params = params
         self.agent = params.agent_config(agent)
+        from termagent.protocol.protocols import protocol_for
+
+        protocol_for(self.agent)  # a missing Harbor package (agent.protocol) stops here, not in every rollout
         self.calls = 0
         self.last_stats: dict[str, Any] = {}
 

@@ -7,9 +7,10 @@ container, and its reward (DESIGN.md §4: 0.05·format + 0.10·script + 0.85·ve
     env.prepare(task_ids)                     # before generation: the batch's containers start now
     outcomes = env.score(task_ids, texts, completion_ids)   # after: run, verify, reward (memoised)
 
-Train in the format you evaluate in: the prompt is `build_initial_messages(instruction, screen)` — the
-one user message `TerminusAgent` sends on its first turn, with the screen a fresh container of the task
-really shows; the reply is parsed by `parse_response` and its commands are typed into the same tmux
+Train in the format you evaluate in: the prompt is the protocol's `initial_messages(instruction, screen)`
+(params agent.protocol: ours, or Harbor's terminus-2 read from the Harbor package) — the one user message
+`TerminusAgent` sends on its first turn, with the screen a fresh container of the task really shows; the
+reply is parsed by the same protocol's parser and its commands are typed into the same tmux
 terminal (`TmuxTerminal`, the agent section's pane size and output limit). As in the eval loop, a reply
 that fails to parse or was cut off at the token limit runs nothing; here that also means no container
 and reward 0 (no partial credit for a container nobody touched).
@@ -33,11 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from termagent import atomic
-from termagent.protocol import build_initial_messages, parse_response
+from termagent.protocol.protocols import protocol_for
 from termagent.rewards import RewardWeights, single_turn_reward
 from termagent.sandbox import GRADED_ERRORS, Sandbox, run_trial
 from termagent.tasks.model import Task
 from termagent.terminal import TerminalConfig, TmuxTerminal
+from termagent.truncate import limit_output
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,9 @@ class EnvConfig:
     pane_height: int = 40
     max_observation_bytes: int = 10000
     deadline_margin_sec: float = 2.0  # stop typing this long before the task's agent timeout
+    protocol: str = "termagent"  # the agent section's protocol: prompt text, reply parser, terminal capture
+    harbor_package: str | None = None
+    harbor_version: str | None = "0.25.0"
 
 
 @dataclass
@@ -117,7 +122,10 @@ class ReplyAgent:
             output = terminal.run(self.commands, deadline=stop_at)
         finally:
             terminal.close()
-        return {"screen": screen, "rc": output.rc, "output": output.text, "exec_s": time.monotonic() - t0}
+        # (the "harbor" capture returns the raw text, unbounded: the record keeps head and tail)
+        text = output.text if self.terminal.capture == "termagent" else limit_output(
+            output.text, self.terminal.max_output_bytes)
+        return {"screen": screen, "rc": output.rc, "output": text, "exec_s": time.monotonic() - t0}
 
 
 class SingleTurnEnv:
@@ -128,6 +136,7 @@ class SingleTurnEnv:
         if len(self.tasks) != len(tasks):
             raise ValueError("SingleTurnEnv: duplicate task ids")
         self.config = config
+        self.protocol = protocol_for(config)  # the eval loop's first prompt and parser (agent.protocol)
         self.eos_token_ids = set(eos_token_ids)
         self.screens: dict[str, str] = {}
         self._attempt = 0  # trial keys stay unique over the whole run
@@ -141,7 +150,8 @@ class SingleTurnEnv:
 
     def terminal_config(self) -> TerminalConfig:
         c = self.config
-        return TerminalConfig(width=c.pane_width, height=c.pane_height, max_output_bytes=c.max_observation_bytes)
+        return TerminalConfig(width=c.pane_width, height=c.pane_height, max_output_bytes=c.max_observation_bytes,
+                              capture=self.protocol.capture)
 
     def probe_screens(self, cache: str | Path | None = None, progress: bool = True) -> dict[str, str]:
         """The screen a fresh container of each task shows once tmux is up (what the eval loop puts in its
@@ -181,12 +191,14 @@ class SingleTurnEnv:
         return self.screens
 
     def _pane_key(self) -> str:
-        return f"{self.config.pane_width}x{self.config.pane_height}"
+        # The screen depends on how it is captured (raw rows for Harbor's protocol, trimmed for ours).
+        capture = "" if self.protocol.capture == "termagent" else f"/{self.protocol.capture}"
+        return f"{self.config.pane_width}x{self.config.pane_height}{capture}"
 
     def prompt(self, task_id: str) -> list[dict]:
         if task_id not in self.screens:
             raise KeyError(f"no terminal screen for task {task_id!r}: call probe_screens() first")
-        return build_initial_messages(self.tasks[task_id].instruction, self.screens[task_id])
+        return self.protocol.initial_messages(self.tasks[task_id].instruction, self.screens[task_id])
 
     def dataset_rows(self) -> list[dict]:
         return [{"prompt": self.prompt(tid), "task_id": tid} for tid in sorted(self.tasks)]
@@ -252,7 +264,7 @@ class SingleTurnEnv:
     def _parse(self, text: str, ids: Sequence[int] | None):
         truncated = bool(ids) and self.eos_token_ids and ids[-1] not in self.eos_token_ids
         truncated = bool(truncated) or (ids is not None and len(ids) == 0)
-        result = parse_response(text)
+        result = self.protocol.parse(text)
         # Strict: JSON the parser had to repair (closed brackets, cut out of prose) is invalid JSON and runs
         # nothing, so a broken reply can never collect credit from tests an untouched container passes.
         parse_ok = result.ok and not truncated and not (self.config.strict_format and result.fixes)

@@ -52,6 +52,46 @@ def test_prompt_is_the_eval_loops_first_message(env, tasks, grpo_sandbox):
     assert task.instruction.strip() in env.prompt(task.id)[0]["content"]
 
 
+def test_harbor_protocol_prompt_is_the_eval_loops_and_its_replies_score(harbor_wheel, tasks, grpo_sandbox):
+    """agent.protocol harbor-terminus-2: the GRPO prompt is terminus-2's first message (Harbor's template,
+    Harbor's screen capture), the same the agent loop sends, and replies are judged by Harbor's parser."""
+    from termagent.agent import AgentConfig, TerminusAgent
+    from termagent.policy.base import Generation
+    from termagent.train.single_turn import EnvConfig, run_trial
+
+    class Recorder:
+        name = "recorder"
+
+        def __init__(self):
+            self.seen = []
+
+        def generate(self, messages_batch, **kw):
+            self.seen += messages_batch
+            return [Generation(text=reply("true\n"), finish_reason="stop", prompt_tokens=1, completion_tokens=1)]
+
+        def count_tokens(self, messages):
+            return sum(len(m["content"]) for m in messages) // 4
+
+    harbor = {"protocol": "harbor-terminus-2", "harbor_package": str(harbor_wheel)}
+    env = SingleTurnEnv(grpo_sandbox, tasks[:1], EnvConfig(**harbor))
+    try:
+        env.probe_screens(progress=False)
+        recorder = Recorder()
+        run_trial(grpo_sandbox, tasks[0], TerminusAgent(recorder, AgentConfig(max_turns=1, **harbor)), attempt=98)
+        assert recorder.seen[0] == env.prompt(tasks[0].id)
+        assert recorder.seen[0][0]["content"].startswith(env.protocol.texts.initial_prompt.split("{")[0])
+        solved, no_duration, broken = env.score([tasks[0].id] * 3, [
+            reply("echo hello > /tmp/out.txt\n"),
+            '{"analysis": "", "plan": "", "commands": [{"keystrokes": "echo hello > /tmp/out.txt\\n"}]}',
+            '{"analysis": "x", "plan": "y", "commands": []'])
+        assert solved.reward == pytest.approx(1.0) and no_duration.reward == pytest.approx(1.0)
+        # Harbor's parser closes the missing brace (an auto-correction): strict format runs nothing
+        assert env.protocol.parse('{"analysis": "x", "plan": "y", "commands": []').fixes
+        assert not broken.parse_ok and broken.reward == 0.0
+    finally:
+        env.close()
+
+
 def test_known_replies(env, tasks):
     hello = tasks[0].id
     assert "hello" in hello
