@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from termagent.setup_plan import GPU_PINS  # noqa: E402
+from termagent.setup_plan import GPU_PINS
 
 CONFLICT = re.compile(r"The user requested \(constraint\) ([A-Za-z0-9_.\-]+)==")
 
@@ -39,7 +39,7 @@ def resolve(reqs: list[str], pins: dict[str, str], workdir: Path) -> tuple[dict[
     (workdir / "c.txt").write_text("".join(f"{k}=={v}\n" for k, v in sorted(pins.items())))
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
                            "--prefer-binary", "--report", str(workdir / "r.json"), "-r", str(workdir / "req.txt"),
-                           "-c", str(workdir / "c.txt")], capture_output=True, text=True)
+                           "-c", str(workdir / "c.txt")], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return None, proc.stdout + proc.stderr
     report = json.loads((workdir / "r.json").read_text())
@@ -69,15 +69,13 @@ def main() -> None:
                 released.append(f"{name}=={pins.pop(name)}")
             print(f"released {conflicts} (vLLM needs other versions); resolving again", file=sys.stderr)
     resolved.pop("termagent", None)
+    py = f"{sys.version_info.major}.{sys.version_info.minor}"
     header = [
         "# The GPU machine's pins (scripts/setup.sh on a machine with an NVIDIA driver; docs/gpu-setup.md).",
-        f"# Made by scripts/pin_gpu.py (Python {sys.version_info.major}.{sys.version_info.minor}, Linux x86_64):"
-        " constraints.txt's pins",
-        "# without torch, plus vLLM and torch's default (CUDA) Linux wheel, resolved by pip. CPU pins released"
-        " because",
-        f"# vLLM requires other versions: {', '.join(released) or 'none'}.",
-        "# torch is pinned with `===` so that an installed 2.13.0+cpu build does not satisfy it (PEP 440 `==`"
-        " would).",
+        f"# Made by scripts/pin_gpu.py (Python {py}, Linux x86_64): constraints.txt's pins without torch, plus",
+        "# vLLM and torch's default (CUDA) Linux wheel, resolved by pip. CPU pins released because vLLM",
+        f"# requires other versions: {', '.join(released) or 'none'}.",
+        "# torch is pinned with `===` so that an installed 2.13.0+cpu build does not satisfy it (`==` would).",
     ]
     lines = [f"{name}==={version}" if name == "torch" else f"{name}=={version}"
              for name, version in sorted(resolved.items(), key=lambda kv: kv[0].lower())]

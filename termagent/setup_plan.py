@@ -32,15 +32,15 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional
 
 TORCH_VERSION = "2.13.0"
 VLLM_VERSION = "0.30.0"
 TRL_VLLM_RANGE = ("0.22.0", "0.31.0")  # trl 1.16.0, trl/import_utils.py is_vllm_available
 # What the `gpu` extra and torch resolve to on a GPU machine (scripts/pin_gpu.py starts from these).
-GPU_PINS: Dict[str, str] = {"torch": "===" + TORCH_VERSION, "vllm": "==" + VLLM_VERSION}
+GPU_PINS: dict[str, str] = {"torch": "===" + TORCH_VERSION, "vllm": "==" + VLLM_VERSION}
 FLASH_ATTN_VERSION = "2.8.3.post2"
 DEEPSPEED_VERSION = "0.19.8"
 HARBOR_VERSION = "0.25.0"
@@ -64,8 +64,8 @@ class Machine:
     reason: str
 
 
-def detect(env: Optional[Mapping[str, str]] = None, proc_root: str = "/proc",
-           nvidia_smi: Optional[str] = None) -> Machine:
+def detect(env: Mapping[str, str] | None = None, proc_root: str = "/proc",
+           nvidia_smi: str | None = None) -> Machine:
     """cpu or gpu, and why. `env` (default os.environ) may force it with TERMAGENT_DEVICE=cpu|gpu|auto;
     `nvidia_smi`: the program to ask (default: `nvidia-smi` on PATH)."""
     env = os.environ if env is None else env
@@ -81,7 +81,7 @@ def detect(env: Optional[Mapping[str, str]] = None, proc_root: str = "/proc",
     if smi:
         try:
             proc = subprocess.run([smi, "-L"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                  universal_newlines=True, timeout=60, check=False)
+                                  text=True, timeout=60, check=False)
         except (OSError, subprocess.TimeoutExpired) as e:
             return Machine("cpu", f"{smi} -L failed ({e})")
         if proc.returncode == 0 and "GPU" in proc.stdout:
@@ -108,16 +108,16 @@ class Plan:
     reason: str
     venv: str
     constraints: str                      # the pins file the venv is installed from
-    extras: List[str]                     # of the project, `pip install -e '.[...]'`
+    extras: list[str]                     # of the project, `pip install -e '.[...]'`
     torch: str                            # the torch requirement as pip sees it
-    packages: Dict[str, str]              # name -> version the plan pins explicitly (torch, vllm, opt-ins)
-    optional: Dict[str, bool]             # opt-ins and whether they are on
-    harbor: Optional[Dict[str, str]]      # None: not installed (cpu)
+    packages: dict[str, str]              # name -> version the plan pins explicitly (torch, vllm, opt-ins)
+    optional: dict[str, bool]             # opt-ins and whether they are on
+    harbor: dict[str, str] | None      # None: not installed (cpu)
     stamp: str                            # what the venv's stamp file holds once installed
-    commands: List[str] = field(default_factory=list)  # the shell scripts/setup.sh runs (step 2 onward)
+    commands: list[str] = field(default_factory=list)  # the shell scripts/setup.sh runs (step 2 onward)
 
 
-def plan(kind: str, *, reason: str = "", env: Optional[Mapping[str, str]] = None, venv: str = ".venv",
+def plan(kind: str, *, reason: str = "", env: Mapping[str, str] | None = None, venv: str = ".venv",
          harbor_venv: str = ".venv-harbor") -> Plan:
     env = os.environ if env is None else env
     if kind == "cpu":
@@ -133,7 +133,8 @@ def plan(kind: str, *, reason: str = "", env: Optional[Mapping[str, str]] = None
     if deepspeed:
         packages["deepspeed"] = DEEPSPEED_VERSION
     stamp = f"gpu torch={TORCH_VERSION} vllm={VLLM_VERSION} flash-attn={int(flash)} deepspeed={int(deepspeed)}"
-    harbor = {"version": HARBOR_VERSION, "venv": harbor_venv, "python": ">=%d.%d" % HARBOR_PYTHON,
+    harbor = {"version": HARBOR_VERSION, "venv": harbor_venv, "python": ">={}.{}".format(*HARBOR_PYTHON),
+              "constraints": "constraints-harbor.txt",
               "patches": "patches/*.patch", "link": f"{venv}/bin/harbor"}
     return Plan(kind="gpu", reason=reason, venv=venv, constraints="constraints-gpu.txt", extras=["dev", "gpu"],
                 torch=f"torch{GPU_PINS['torch']} (constraints-gpu.txt; the default Linux wheel is the CUDA build)",
@@ -141,22 +142,22 @@ def plan(kind: str, *, reason: str = "", env: Optional[Mapping[str, str]] = None
                 stamp=stamp, commands=_gpu_commands(stamp, flash, deepspeed, harbor_venv))
 
 
-def _cpu_commands() -> List[str]:
+def _cpu_commands() -> list[str]:
     """Set-up's step 2 as it always was on a CPU machine (same commands, same order)."""
     return [
         'stamp="$VENV/.termagent-installed"',
         'if [ ! -x "$VENV/bin/python" ]; then\n  log "creating $VENV"\n  python3 -m venv "$VENV"\nfi',
         "# constraints.txt pins every package to the versions of the committed run (pyproject.toml keeps ranges).",
-        'if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then\n'
+        ('if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then\n'
         "  log \"pip install -e '.[dev]' -c constraints.txt (first time ~2 min)\"\n"
         '  "$VENV/bin/pip" install -q --upgrade pip >/dev/null\n'
         "  \"$VENV/bin/pip\" install -q -e '.[dev]' -c constraints.txt\n"
         '  touch "$stamp"\n'
-        "fi",
+        "fi"),
     ]
 
 
-def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str) -> List[str]:
+def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str) -> list[str]:
     q = shlex.quote
     install = [
         "  \"$VENV/bin/pip\" install -q --upgrade pip >/dev/null",
@@ -170,23 +171,33 @@ def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str) ->
                        "-c constraints-gpu.txt")
     check = ("  \"$VENV/bin/python\" -c 'import sys, torch; sys.exit(0 if torch.version.cuda else "
              "\"torch \" + torch.__version__ + \" is not a CUDA build: set-up installed the wrong torch\")'")
+    # torch 2.13.0's default Linux wheel is built for CUDA 13 (constraints-gpu.txt: cuda-toolkit 13.0), which
+    # needs an NVIDIA driver >= 580: an older driver leaves torch without a GPU, said here rather than at train().
+    sees = ("  \"$VENV/bin/python\" -c 'import torch; torch.cuda.is_available() or print(\"[setup] warning: torch \" "
+            "+ torch.__version__ + \" (CUDA \" + str(torch.version.cuda) + \") sees no GPU; its CUDA 13 build needs "
+            "an NVIDIA driver >= 580 (nvidia-smi shows the driver version)\")'")
     venv_cmds = [
         'stamp="$VENV/.termagent-installed"',
         'if [ ! -x "$VENV/bin/python" ]; then\n  log "creating $VENV"\n  python3 -m venv "$VENV"\nfi',
         "# constraints-gpu.txt: torch's CUDA build and vLLM, pinned together (docs/gpu-setup.md).",
-        f'if [ "$(cat "$stamp" 2>/dev/null)" != {q(stamp)} ] || [ pyproject.toml -nt "$stamp" ] '
-        '|| [ constraints-gpu.txt -nt "$stamp" ]; then\n'
-        f"  log {q('pip install -e .[dev,gpu] -c constraints-gpu.txt (CUDA torch, vLLM; first time ~10 min)')}\n"
-        + "\n".join(install) + "\n" + check + "\n"
-        f'  printf "%s\\n" {q(stamp)} > "$stamp"\n'
-        "fi",
+        "\n".join([
+            (f'if [ "$(cat "$stamp" 2>/dev/null)" != {q(stamp)} ] || [ pyproject.toml -nt "$stamp" ] '
+             '|| [ constraints-gpu.txt -nt "$stamp" ]; then'),
+            f"  log {q('pip install -e .[dev,gpu] -c constraints-gpu.txt (CUDA torch, vLLM; first time ~10 min)')}",
+            *install,
+            check,
+            sees,
+            f'  printf "%s\\n" {q(stamp)} > "$stamp"',
+            "fi",
+        ]),
     ]
     hv = q(harbor_venv)
-    need_python = "%d.%d" % HARBOR_PYTHON
+    need_python = "{}.{}".format(*HARBOR_PYTHON)
     harbor_cmds = [
         f"# Harbor {HARBOR_VERSION} (Python >= {need_python}) in its own venv, patches/ applied where still needed.",
         f'harbor_stamp={hv}/.termagent-harbor-installed',
-        f'if [ "$(cat "$harbor_stamp" 2>/dev/null)" != {q("harbor=" + HARBOR_VERSION)} ] '
+        (f'if [ "$(cat "$harbor_stamp" 2>/dev/null)" != {q("harbor=" + HARBOR_VERSION)} ] '
+        '|| [ constraints-harbor.txt -nt "$harbor_stamp" ] '
         '|| [ -n "$(find patches -name \'*.patch\' -newer "$harbor_stamp" 2>/dev/null)" ]; then\n'
         f'  py=$(python3 -m termagent.setup_plan find-python {need_python})\n'
         f'  if [ ! -x {hv}/bin/python ]; then\n'
@@ -199,13 +210,13 @@ def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str) ->
         f'      "$VENV/bin/uv" venv --seed --python {need_python} {hv}\n'
         '    fi\n'
         '  fi\n'
-        f'  log "pip install harbor=={HARBOR_VERSION} into {harbor_venv}"\n'
-        f'  {hv}/bin/python -m pip install -q harbor=={HARBOR_VERSION}\n'
+        f'  log "pip install harbor=={HARBOR_VERSION} -c constraints-harbor.txt into {harbor_venv}"\n'
+        f'  {hv}/bin/python -m pip install -q harbor=={HARBOR_VERSION} -c constraints-harbor.txt\n'
         f'  site=$({hv}/bin/python -c \'import harbor, pathlib; print(pathlib.Path(harbor.__file__).parent.parent)\')\n'
         '  python3 -m termagent.setup_plan apply-patches "$site"\n'
         f'  ln -sfn "$(cd {hv}/bin && pwd)/harbor" "$VENV/bin/harbor"\n'
         f'  printf "%s\\n" {q("harbor=" + HARBOR_VERSION)} > "$harbor_stamp"\n'
-        "fi",
+        "fi"),
     ]
     return venv_cmds + harbor_cmds
 
@@ -236,7 +247,7 @@ def describe(p: Plan) -> str:
 
 # ---- helpers the script calls --------------------------------------------------------------------------------
 
-def find_python(minimum: tuple = HARBOR_PYTHON, path: Optional[str] = None) -> Optional[str]:
+def find_python(minimum: tuple = HARBOR_PYTHON, path: str | None = None) -> str | None:
     """The first python3.N (newest N first) or python3 on PATH whose version is >= `minimum`."""
     names = [f"python3.{n}" for n in range(20, minimum[1] - 1, -1)] + ["python3"]
     for name in names:
@@ -244,8 +255,8 @@ def find_python(minimum: tuple = HARBOR_PYTHON, path: Optional[str] = None) -> O
         if not exe:
             continue
         try:
-            out = subprocess.run([exe, "-c", "import sys; print('%d %d' % sys.version_info[:2])"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True,
+            out = subprocess.run([exe, "-c", "import sys; print(*sys.version_info[:2])"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                  timeout=60, check=False).stdout.split()
         except (OSError, subprocess.TimeoutExpired):
             continue
@@ -254,25 +265,25 @@ def find_python(minimum: tuple = HARBOR_PYTHON, path: Optional[str] = None) -> O
     return None
 
 
-def apply_patches(site: str | Path, patches: List[Path]) -> Dict[str, str]:
+def apply_patches(site: str | Path, patches: list[Path]) -> dict[str, str]:
     """Apply each patch (-p1) to `site` unless it is already applied. patch name -> applied | already applied.
     A patch that neither applies nor is already in place is an error naming it."""
     if shutil.which("patch") is None:
         raise SetupError("the `patch` program is not installed (apt-get install patch)")
-    done: Dict[str, str] = {}
+    done: dict[str, str] = {}
+    def run(p: Path, *extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["patch", "-p1", "-d", str(site), "-i", str(p), "--batch", *extra],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+
     for p in patches:
-        def run(*extra: str) -> subprocess.CompletedProcess:
-            return subprocess.run(["patch", "-p1", "-d", str(site), "-i", str(p), "--batch", *extra],
-                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                                  check=False)
-        if run("--dry-run", "--reverse", "--force").returncode == 0:
+        if run(p, "--dry-run", "--reverse", "--force").returncode == 0:
             done[p.name] = "already applied"
             continue
-        trial = run("--dry-run", "--forward")
+        trial = run(p, "--dry-run", "--forward")
         if trial.returncode != 0:
             raise SetupError(f"{p}: does not apply to {site} (is Harbor {HARBOR_VERSION} installed there?):\n"
                              f"{trial.stdout[-2000:]}")
-        result = run("--forward")
+        result = run(p, "--forward")
         if result.returncode != 0:
             raise SetupError(f"{p}: patch failed on {site}:\n{result.stdout[-2000:]}")
         done[p.name] = "applied"
@@ -281,7 +292,7 @@ def apply_patches(site: str | Path, patches: List[Path]) -> Dict[str, str]:
 
 # ---- command line --------------------------------------------------------------------------------------------
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python3 -m termagent.setup_plan", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -294,7 +305,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     out.add_argument("--json", action="store_true", help="the plan as JSON")
     out.add_argument("--script", action="store_true", help="only the shell scripts/setup.sh evaluates")
     fp = sub.add_parser("find-python", help="a python >= MAJOR.MINOR on PATH (empty if none)")
-    fp.add_argument("version", default="%d.%d" % HARBOR_PYTHON, nargs="?")
+    fp.add_argument("version", default="{}.{}".format(*HARBOR_PYTHON), nargs="?")
     ap_ = sub.add_parser("apply-patches", help="apply patches/*.patch to Harbor's site-packages")
     ap_.add_argument("site")
     ap_.add_argument("--patches", default=str(Path(__file__).resolve().parent.parent / "patches"))

@@ -95,6 +95,7 @@ def test_the_plans_as_json_for_both_kinds():
     assert gpu["packages"] == {"torch": setup_plan.TORCH_VERSION, "vllm": setup_plan.VLLM_VERSION}
     assert gpu["optional"] == {"flash-attn": False, "deepspeed": False}
     assert gpu["harbor"]["venv"] == ".venv-harbor" and gpu["harbor"]["version"] == "0.25.0"
+    assert gpu["harbor"]["constraints"] == "constraints-harbor.txt"
     assert gpu["stamp"] != cpu["stamp"]  # a venv set up for one kind is reinstalled for the other
 
 
@@ -139,7 +140,7 @@ def test_detect_reads_the_driver_tree_nvidia_smi_and_the_override(tmp_path):
 
 
 def test_find_python_takes_the_first_new_enough_python_on_path(tmp_path):
-    here = "%d.%d" % sys.version_info[:2]
+    here = "{}.{}".format(*sys.version_info[:2])
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / f"python{here}").symlink_to(sys.executable)
@@ -158,6 +159,12 @@ def _constraints(path: Path) -> dict[str, str]:
     return pins
 
 
+def test_constraints_harbor_pins_the_harbor_the_plan_installs():
+    pins = _constraints(REPO / "constraints-harbor.txt")
+    assert pins["harbor"] == "==" + setup_plan.HARBOR_VERSION and "litellm" in pins
+    assert "torch" not in pins and "termagent" not in pins  # Harbor's env holds Harbor only
+
+
 def test_constraints_gpu_pins_what_the_plan_says_inside_trls_vllm_range():
     from packaging.version import Version
 
@@ -168,9 +175,9 @@ def test_constraints_gpu_pins_what_the_plan_says_inside_trls_vllm_range():
     for name in ("trl", "transformers", "peft", "datasets", "accelerate"):  # the training stack of the run
         assert pins[name] == cpu[name], name
     # the range TRL itself accepts, read from the installed TRL's source (trl/import_utils.py)
-    import trl.import_utils
+    import importlib.util
 
-    source = Path(trl.import_utils.__file__).read_text()
+    source = (Path(importlib.util.find_spec("trl").origin).parent / "import_utils.py").read_text()
     low, high = re.search(r'Version\("([\d.]+)"\) <= _vllm_base_version <= Version\("([\d.]+)"\)', source).groups()
     assert (low, high) == setup_plan.TRL_VLLM_RANGE
     assert Version(low) <= Version(setup_plan.VLLM_VERSION) <= Version(high)

@@ -134,7 +134,7 @@ def test_auto_for_an_unbuilt_image_on_an_ubuntu_host_asks_the_registry(docker_cl
     recipe = BaseImageRecipe(name="termagent-auto-test-never-built", recipe="auto")
     registry = registry_status(recipe.suite, docker_client)
     if registry == "ok":  # a host that can pull: the Dockerfile recipe (nothing is built here)
-        resolved, reason = resolve_recipe(recipe, docker_client, apt_dir=ubuntu)
+        resolved, _ = resolve_recipe(recipe, docker_client, apt_dir=ubuntu)
         assert resolved.recipe == "dockerfile" and resolved.tag == replace(recipe, recipe="dockerfile").tag
     else:  # an offline host: the error names both reasons, the registry's in the engine's own words
         assert "debian:bookworm-slim" in registry
