@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+if [ "${1:-}" = --dry-run ]; then  # what set-up would install on this machine; nothing is installed
+  exec python3 -m termagent.setup_plan plan --venv "$VENV" --dry-run
+fi
 
 # 1. Debian packages the sandbox needs (docker engine, debootstrap for the offline base image, tmux).
 need=()
@@ -19,19 +22,12 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# 2. Python venv with the project (torch pinned to the CPU build in pyproject.toml).
-stamp="$VENV/.termagent-installed"
-if [ ! -x "$VENV/bin/python" ]; then
-  log "creating $VENV"
-  python3 -m venv "$VENV"
-fi
-# constraints.txt pins every package to the versions of the committed run (pyproject.toml keeps ranges).
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
-  log "pip install -e '.[dev]' -c constraints.txt (first time ~2 min)"
-  "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q -e '.[dev]' -c constraints.txt
-  touch "$stamp"
-fi
+# 2. Python venv with the project. termagent/setup_plan.py decides what goes in (docs/gpu-setup.md): on a CPU
+#    machine the project from constraints.txt (torch 2.13.0+cpu), as always; on a machine with an NVIDIA driver
+#    (TERMAGENT_DEVICE=cpu|gpu forces the kind) torch's CUDA build and vLLM from constraints-gpu.txt, and Harbor
+#    in its own Python >= 3.12 venv with patches/ applied. `scripts/setup.sh --dry-run` prints it, installs nothing.
+kind=$(python3 -m termagent.setup_plan detect)
+eval "$(python3 -m termagent.setup_plan plan --kind "$kind" --venv "$VENV" --script)"
 
 # 3. A running Docker engine.
 bash scripts/dockerd.sh

@@ -27,7 +27,9 @@ class Generation:
     completion_tokens: int
     prompt_ids: list[int] | None = None
     completion_ids: list[int] | None = None  # includes the EOS token when the model emitted one
-    logprobs: list[float] | None = None  # one per completion id: log softmax(logits / temperature)
+    # one per completion id: log softmax(logits / temperature); None for a token the backend could not score
+    # (vLLM's NaN: termagent.policy.trl_vllm)
+    logprobs: list[float | None] | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -14,6 +14,12 @@ min-p); `generation_kwargs` overrides them per call, which is how each turn gets
 trainer's `max_completion_length` is the whole trajectory's budget). A call asking for another temperature or
 top-p than the trainer's is refused: the importance ratio TRL computes assumes the trainer's.
 
+A token vLLM could not score (its logprob NaN; TRL's `extract_logprobs` hands it over as `None`) keeps `None`
+in `Generation.logprobs` (`null` in the episode record), never a made-up number. TRL 1.16's GRPOTrainer reads a
+`None` sampling logprob as NaN and gives that token an importance ratio of exactly 1 (no vLLM-vs-trainer
+correction; the token still trains with its advantage) and leaves it out of the logged sampling/trainer
+divergence. `unscored_tokens` counts them (MT-GRPO logs it per step as `mt/unscored_logprobs`).
+
 Limits, stated rather than hidden: one training process only. The engine's `generate` is a collective in
 server mode and with tensor parallelism (every rank must call it the same number of times), and episodes end
 at different turns, so multi-process rollouts would need the ranks to step in lockstep — not built; the
@@ -23,6 +29,7 @@ is not exposed by TRL's primitive).
 
 from __future__ import annotations
 
+import math
 import threading
 
 from termagent.policy.base import Generation, Policy, PolicyError
@@ -44,6 +51,7 @@ class TRLvLLMPolicy(Policy):
         self.name = name
         self.max_batch = 1 << 16  # vLLM schedules its own batches
         self._lock = threading.Lock()  # generation_kwargs is shared state of the engine wrapper
+        self.unscored_tokens = 0  # sampled tokens whose logprob vLLM could not give (None / NaN)
 
     def prompt_ids(self, messages: list[dict]) -> list[int]:
         return self.tokens.prompt_ids(messages)
@@ -89,7 +97,8 @@ class TRLvLLMPolicy(Policy):
             ids = [int(t) for t in ids][: int(max_tokens)]
             lps = None
             if logprobs is not None:
-                lps = [float(per_token[0]) for per_token in logprobs[i][: len(ids)]]
+                lps = [sampled_logprob(per_token) for per_token in logprobs[i][: len(ids)]]
+                self.unscored_tokens += sum(lp is None for lp in lps)
             stopped = bool(ids) and ids[-1] in self.eos_ids
             out.append(Generation(text=self.tokenizer.decode(ids, skip_special_tokens=True),
                                   finish_reason="stop" if stopped else "length", prompt_tokens=len(prompt),
@@ -99,3 +108,12 @@ class TRLvLLMPolicy(Policy):
 
     def close(self) -> None:  # the engine is the trainer's
         pass
+
+
+def sampled_logprob(per_token) -> float | None:
+    """The sampled token's logprob from one position of TRL's `logprobs[i][t]` (rank-ordered, the sampled token
+    first), or None where vLLM gave none: TRL's `None` for a NaN, a NaN itself, or an empty position."""
+    if per_token is None or len(per_token) == 0 or per_token[0] is None:
+        return None
+    value = float(per_token[0])
+    return None if math.isnan(value) else value

@@ -13,7 +13,7 @@ def image() -> None:
 
 
 @image.command()
-@click.option("--recipe", type=click.Choice(["debootstrap", "dockerfile"]), default=None,
+@click.option("--recipe", type=click.Choice(["debootstrap", "dockerfile", "auto"]), default=None,
               help="Override sandbox.recipe of params.yaml.")
 @click.option("--params", "params_file", default="params.yaml", show_default=True,
               help="Where the sandbox: section is read from (defaults apply when absent).")

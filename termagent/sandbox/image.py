@@ -4,6 +4,9 @@ Two recipes make the same image:
   debootstrap  offline: `debootstrap --variant=minbase` of a Debian suite from the host's own apt mirror,
                then `tar | docker import`. Needs root and debootstrap, no registry.
   dockerfile   recipes/Dockerfile.base (FROM debian:<suite>-slim + apt-get install), for hosts that can pull.
+`sandbox.recipe: auto` picks one per host (`choose_recipe`, the H100 profile's setting): a recipe whose image
+is already built, else debootstrap where the host's apt sources name a Debian mirror, else dockerfile where the
+registry answers (an Ubuntu GPU host), else an error saying why neither can work.
 
 The tag is `<name>:<recipe hash[:12]>` (hash of recipe kind, suite, package list and RECIPE_VERSION), plus a
 `<name>:latest` alias, so the image is rebuilt only when the recipe changes.
@@ -62,7 +65,7 @@ IMAGE_ENV_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 @dataclass(frozen=True)
 class BaseImageRecipe:
     name: str = "termagent-base"
-    recipe: Literal["debootstrap", "dockerfile"] = "debootstrap"
+    recipe: Literal["debootstrap", "dockerfile", "auto"] = "debootstrap"  # auto: resolve_recipe picks one
     suite: str = "bookworm"
     packages: tuple[str, ...] = field(default=BASE_PACKAGES)
 
@@ -115,8 +118,10 @@ class BaseImage:
 
 def ensure_base_image(recipe: BaseImageRecipe, client: docker.DockerClient | None = None,
                       progress: bool = True) -> BaseImage:
-    """Return the base image for `recipe`, building it only when its tag is absent."""
+    """Return the base image for `recipe` (auto: the recipe `resolve_recipe` picks), building it only when its
+    tag is absent."""
     client = client or docker.from_env()
+    recipe, _ = resolve_recipe(recipe, client)
     start = time.monotonic()
     built = False
     try:
@@ -138,7 +143,8 @@ def build_base_image(recipe: BaseImageRecipe, client: docker.DockerClient, progr
     elif recipe.recipe == "dockerfile":
         _build_dockerfile(recipe, client, tag)
     else:
-        raise BuildError(f"sandbox.recipe must be 'debootstrap' or 'dockerfile', got {recipe.recipe!r}")
+        raise BuildError(f"sandbox.recipe must be 'debootstrap' or 'dockerfile' (or auto, resolved before a build), "
+                         f"got {recipe.recipe!r}")
     return client.images.get(tag)
 
 
@@ -162,6 +168,99 @@ def installed_packages(image: str, client: docker.DockerClient) -> dict[str, str
     return dict(line.split("=", 1) for line in out.decode().splitlines() if "=" in line)
 
 
+RECIPES: tuple[str, ...] = ("debootstrap", "dockerfile")
+# Debian's release names and aliases: an apt entry for one of these is a Debian mirror, which serves every
+# current suite under the same URI. An Ubuntu host's entries (jammy, noble, ...) are not: its archive has no
+# Debian suite to bootstrap.
+DEBIAN_SUITES = frozenset({"buster", "bullseye", "bookworm", "trixie", "forky", "duke", "sid", "stable",
+                           "testing", "unstable", "oldstable", "oldoldstable"})
+
+
+@dataclass(frozen=True)
+class RecipeChoice:
+    recipe: str  # debootstrap | dockerfile
+    reason: str
+
+
+def choose_recipe(suite: str, *, present: set[str] | frozenset[str] = frozenset(), apt_dir: str = "/etc/apt",
+                  debootstrap_tool: str | None = "debootstrap", is_root: bool = True,
+                  registry: str | None = None) -> RecipeChoice:
+    """What `sandbox.recipe: auto` builds with, in this order:
+    1. a recipe in `present` (its image tag already exists locally; debootstrap first);
+    2. debootstrap, when the host's apt sources (`apt_dir`) name a Debian mirror, `debootstrap_tool` is an
+       installed program (None: not installed) and `is_root`;
+    3. dockerfile, when `registry` is "ok" (a pull of debian:<suite>-slim would work), otherwise `registry`
+       says why it would not;
+    else a BuildError naming both reasons."""
+    for recipe in RECIPES:
+        if recipe in present:
+            return RecipeChoice(recipe, f"the {recipe} image is already built")
+    try:
+        mirror = debian_mirror(suite, apt_dir)
+        if debootstrap_tool is None:
+            no_debootstrap = f"the host has a Debian mirror ({mirror}) but debootstrap is not installed"
+        elif not is_root:
+            no_debootstrap = f"the host has a Debian mirror ({mirror}) but debootstrap needs root"
+        else:
+            return RecipeChoice("debootstrap", f"the host's apt sources name a Debian mirror: {mirror}")
+    except BuildError as e:
+        no_debootstrap = str(e).split(";")[0]
+    if registry == "ok":
+        return RecipeChoice("dockerfile", f"{no_debootstrap}; the registry serves debian:{suite}-slim")
+    raise BuildError(f"sandbox.recipe auto: no way to build the base image on this host. debootstrap: "
+                     f"{no_debootstrap}. dockerfile: {registry or 'the registry was not asked'}. Give the host a "
+                     f"Debian apt mirror (sources.list / sources.list.d) or registry access, or set "
+                     f"sandbox.recipe explicitly")
+
+
+def registry_status(suite: str, client: docker.DockerClient) -> str:
+    """"ok" when the dockerfile recipe's FROM image (debian:<suite>-slim) is local or the registry describes
+    it (a manifest lookup, nothing pulled); else why not."""
+    ref = f"debian:{suite}-slim"
+    try:
+        client.images.get(ref)
+        return "ok"
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        client.images.get_registry_data(ref)
+        return "ok"
+    except docker.errors.DockerException as e:
+        return f"the registry did not answer for {ref} ({str(e).splitlines()[0][:300]})"
+
+
+def resolve_recipe(recipe: BaseImageRecipe, client: docker.DockerClient | None = None,
+                   apt_dir: str = "/etc/apt") -> tuple[BaseImageRecipe, str]:
+    """`recipe` itself unless its kind is auto; then the recipe `choose_recipe` picks on this host, and why."""
+    from dataclasses import replace
+
+    if recipe.recipe != "auto":
+        return recipe, f"sandbox.recipe: {recipe.recipe}"
+    client = client or docker.from_env()
+    present = set()
+    for kind in RECIPES:
+        try:
+            client.images.get(replace(recipe, recipe=kind).tag)
+            present.add(kind)
+        except docker.errors.ImageNotFound:
+            pass
+    tool = shutil.which("debootstrap")
+    root = os.geteuid() == 0
+    registry = None
+    if not present:
+        try:
+            debian_mirror(recipe.suite, apt_dir)
+            mirror = True
+        except BuildError:
+            mirror = False
+        if not (mirror and tool and root):  # ask the registry only when debootstrap cannot work
+            registry = registry_status(recipe.suite, client)
+    choice = choose_recipe(recipe.suite, present=present, apt_dir=apt_dir, debootstrap_tool=tool, is_root=root,
+                           registry=registry)
+    log.info("sandbox.recipe auto -> %s (%s)", choice.recipe, choice.reason)
+    return replace(recipe, recipe=choice.recipe), choice.reason
+
+
 def apt_mirror(suite: str, apt_dir: str = "/etc/apt") -> str:
     """The Debian mirror of the host's apt configuration (deb822 .sources first, then sources.list).
     Read at run time: no registry host is ever written into the repository."""
@@ -182,17 +281,18 @@ def apt_mirror(suite: str, apt_dir: str = "/etc/apt") -> str:
             if len(parts) >= 3 and parts[0] == "deb" and parts[2] == suite:
                 return parts[1]
     raise BuildError(f"no apt mirror for suite {suite!r} in {apt_dir}/sources.list.d/*.sources or "
-                     f"{apt_dir}/sources.list; set sandbox.recipe: dockerfile on a host with registry access")
+                     f"{apt_dir}/sources.list; set sandbox.recipe: dockerfile (or auto) on a host with registry "
+                     "access")
 
 
 def debian_mirror(suite: str, apt_dir: str = "/etc/apt") -> str:
     """The mirror for `suite`; for a suite the host's apt configuration does not list (a host on bookworm
     building a trixie root), the mirror of the host's own main Debian suite: a Debian mirror serves every
-    current suite under the same URI."""
+    current suite under the same URI. Only Debian suites of the host count (an Ubuntu archive serves none)."""
     try:
         return apt_mirror(suite, apt_dir)
     except BuildError:
-        for host_suite in _host_suites(apt_dir):
+        for host_suite in (s for s in _host_suites(apt_dir) if s in DEBIAN_SUITES):
             try:
                 return apt_mirror(host_suite, apt_dir)
             except BuildError:

@@ -375,7 +375,8 @@ class FlavourBuilder:
 
         name = self.base_image.split(":")[0]
         packages = tuple(p for p in BASE_PACKAGES if p not in self.config.root_drop_packages)
-        recipe = BaseImageRecipe(name=f"{name}-{suite}", suite=suite, packages=packages)
+        # auto: debootstrap where the host has a Debian mirror (as before), the registry's Dockerfile elsewhere
+        recipe = BaseImageRecipe(name=f"{name}-{suite}", recipe="auto", suite=suite, packages=packages)
         return ensure_base_image(recipe, self.client).tag
 
     def _python_version(self, tag: str) -> str:

@@ -18,7 +18,7 @@ from termagent.sandbox.pool import SandboxConfig
 
 @dataclass
 class SandboxParams:
-    recipe: Literal["debootstrap", "dockerfile"] = BaseImageRecipe.recipe
+    recipe: Literal["debootstrap", "dockerfile", "auto"] = BaseImageRecipe.recipe
     suite: str = BaseImageRecipe.suite
     image_name: str = BaseImageRecipe.name
     concurrency: int = SandboxConfig.concurrency
@@ -32,7 +32,14 @@ class SandboxParams:
     offline: OfflineConfig = field(default_factory=OfflineConfig)
 
     def base_recipe(self) -> BaseImageRecipe:
-        return BaseImageRecipe(name=self.image_name, recipe=self.recipe, suite=self.suite)
+        """The recipe; `auto` is resolved on this host (termagent.sandbox.image.resolve_recipe: the Docker engine
+        and the apt sources are asked), so the tag is always a real recipe's."""
+        recipe = BaseImageRecipe(name=self.image_name, recipe=self.recipe, suite=self.suite)
+        if recipe.recipe == "auto":
+            from termagent.sandbox.image import resolve_recipe
+
+            recipe, _ = resolve_recipe(recipe)
+        return recipe
 
     def sandbox_config(self, base_image: str | None = None) -> SandboxConfig:
         """The runner's config; `base_image` defaults to the recipe's hash tag."""

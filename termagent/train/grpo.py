@@ -361,7 +361,7 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
         raise ValueError("grpo: no training task (data/tasks.json has no task in split 'train')")
     # One switch decides where GRPO starts: warmup.enabled (the warmup stage records it in start.json).
     base_dir, start_dir = resolve_start(paths.warmup)
-    start = {"base": _dir_digest(base_dir), "warmup": _dir_digest(start_dir) if start_dir else None}
+    start = {"base": model_digest(base_dir), "warmup": model_digest(start_dir) if start_dir else None}
     run_id = fingerprint(config, start, [(t.id, t.content_hash) for t in tasks], extra_fingerprint or {})
     resume = prepare_run_dirs(paths, run_id)
     seed_everything(c.seed)
@@ -448,13 +448,35 @@ def _eos_ids(model, tokenizer) -> list[int]:
     return sorted({*eos, tokenizer.eos_token_id} - {None})
 
 
-def _dir_digest(path: Path | None) -> str | None:
+# A model directory's digest for the resume fingerprint. Files up to this size are hashed whole (config,
+# tokenizer, manifest.json, the tiny model's weights: the CPU run's digest is what it always was); a larger
+# file (an 8B model's weight shards, 16 GB in all) contributes its size and its first and last MiB, so a
+# 16 GB snapshot costs a few MiB of reading, not a pass over every byte. What names the weights exactly is
+# manifest.json, hashed whole: hf_id and the 40-hex revision of a hub snapshot (the revision is the content
+# address), the weights' sha256 of the tiny model.
+WHOLE_FILE_MAX = 64 << 20
+SAMPLE_BYTES = 1 << 20
+
+
+def model_digest(path: Path | None, *, whole_file_max: int = WHOLE_FILE_MAX) -> str | None:
+    """sha256 over (relative path, content) of each file, sorted; a file over `whole_file_max` bytes stands for
+    its size and its first and last SAMPLE_BYTES (never read whole)."""
     if path is None:
         return None
     h = hashlib.sha256()
     for file in sorted(p for p in Path(path).rglob("*") if p.is_file()):
         h.update(str(file.relative_to(path)).encode())
-        h.update(file.read_bytes())
+        size = file.stat().st_size
+        with open(file, "rb") as f:
+            if size <= whole_file_max:
+                for chunk in iter(lambda: f.read(SAMPLE_BYTES), b""):
+                    h.update(chunk)
+            else:
+                head = f.read(SAMPLE_BYTES)
+                f.seek(max(0, size - SAMPLE_BYTES))
+                tail = f.read(SAMPLE_BYTES)
+                h.update(f"sampled size={size} head={hashlib.sha256(head).hexdigest()} "
+                         f"tail={hashlib.sha256(tail).hexdigest()}".encode())
     return h.hexdigest()
 
 

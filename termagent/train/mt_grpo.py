@@ -281,7 +281,9 @@ class MultiTurnRollout:
             rows.append(rollout_row(result.to_dict(), buffer, filter_mode=self.params.filter_mode,
                                     fallback_prompt_ids=fallback, eos_id=eos_id))
         self.last_stats = {"rollout_wall_s": wall, "batches": shared.stats["batches"],
-                           "mean_rows_per_batch": shared.stats["rows"] / max(1, shared.stats["batches"])}
+                           "mean_rows_per_batch": shared.stats["rows"] / max(1, shared.stats["batches"]),
+                           # tokens vLLM gave no logprob for (None: importance ratio 1, termagent.policy.trl_vllm)
+                           "unscored_logprobs": float(sum(lp is None for row in rows for lp in row["logprobs"]))}
         self.last_rows = rows
         return {key: [row[key] for row in rows] for key in rows[0]}
 
@@ -342,7 +344,7 @@ def make_trainer_class():
             metrics["mt/format_valid_rate"].append(
                 sum(sum(r["turn_format_ok"]) for r in rows) / max(1, sum(turns)))
             rollout = getattr(self.rollout_func, "last_stats", {})
-            for key in ("rollout_wall_s", "mean_rows_per_batch"):
+            for key in ("rollout_wall_s", "mean_rows_per_batch", "unscored_logprobs"):
                 if key in rollout:
                     metrics[f"mt/{key}"].append(float(rollout[key]))
             self.last_mt_stats = {"filtered_frac": filtered, "infra_frac": infra, "drift_turns": drift,

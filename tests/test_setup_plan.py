@@ -1,0 +1,249 @@
+"""Set-up's decision (termagent/setup_plan.py, run by scripts/setup.sh): what each kind of machine gets.
+
+- `scripts/setup.sh --dry-run` with TERMAGENT_DEVICE=gpu / cpu prints what it would install and installs nothing:
+  on a GPU machine torch's CUDA build and the pinned vLLM from constraints-gpu.txt, Harbor in its own venv with
+  patches/; on a CPU machine the CPU pins of constraints.txt, nothing else (the same commands as ever).
+- the kind comes from a real /proc-like tree (driver/nvidia) or a real `nvidia-smi` program on PATH.
+- constraints-gpu.txt pins the torch and vLLM the plan names, vLLM inside the range the installed TRL accepts
+  (read from TRL's own source), and pip, in this venv (torch 2.13.0+cpu installed), replaces the CPU torch.
+- patches/ are applied to an unpacked Harbor wheel once, and a second run leaves them alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from termagent import setup_plan
+
+REPO = Path(__file__).resolve().parents[1]
+CPU_INSTALL = "\"$VENV/bin/pip\" install -q -e '.[dev]' -c constraints.txt"
+
+
+def dry_run(device: str, **extra_env: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TERMAGENT_")}
+    env.update(TERMAGENT_DEVICE=device, VENV=".venv-dry-run-never-made", **extra_env)
+    return subprocess.run(["bash", "scripts/setup.sh", "--dry-run"], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def test_setup_dry_run_on_a_gpu_machine_names_the_cuda_stack_and_installs_nothing():
+    out = dry_run("gpu")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "machine: gpu (TERMAGENT_DEVICE=gpu)" in text
+    assert "-c constraints-gpu.txt" in text and "'.[dev,gpu]'" in text
+    assert f"torch==={setup_plan.TORCH_VERSION}" in text and "CUDA" in text
+    assert f"vllm=={setup_plan.VLLM_VERSION}" in text
+    assert "flash-attn: not installed (opt in with TERMAGENT_FLASH_ATTN=1)" in text
+    assert f"harbor=={setup_plan.HARBOR_VERSION} in its own venv .venv-harbor (Python >=3.12)" in text
+    assert "apply-patches" in text and 'ln -sfn' in text
+    assert "constraints.txt " not in text.replace("constraints-gpu.txt", "")  # never the CPU pins
+    assert not (REPO / ".venv-dry-run-never-made").exists()  # a dry run installs nothing
+
+
+def test_setup_dry_run_on_a_cpu_machine_is_the_cpu_set_up_as_it_always_was():
+    out = dry_run("cpu")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "machine: cpu (TERMAGENT_DEVICE=cpu)" in text
+    assert CPU_INSTALL in text
+    assert "torch==2.13.0+cpu (constraints.txt)" in text
+    for gpu_only in ("vllm", "constraints-gpu", "harbor==", ".venv-harbor", "flash-attn", "apply-patches"):
+        assert gpu_only not in text, gpu_only
+    assert "harbor: not installed" in text
+
+
+def test_the_cpu_commands_are_the_ones_set_up_always_ran():
+    # the step-2 block scripts/setup.sh had before the GPU path existed, line for line
+    before = """stamp="$VENV/.termagent-installed"
+if [ ! -x "$VENV/bin/python" ]; then
+  log "creating $VENV"
+  python3 -m venv "$VENV"
+fi
+# constraints.txt pins every package to the versions of the committed run (pyproject.toml keeps ranges).
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
+  log "pip install -e '.[dev]' -c constraints.txt (first time ~2 min)"
+  "$VENV/bin/pip" install -q --upgrade pip >/dev/null
+  "$VENV/bin/pip" install -q -e '.[dev]' -c constraints.txt
+  touch "$stamp"
+fi
+"""
+    assert setup_plan.script(setup_plan.plan("cpu")) == before
+
+
+def test_the_plans_as_json_for_both_kinds():
+    plans = {}
+    for kind in ("cpu", "gpu"):
+        out = subprocess.run([sys.executable, "-m", "termagent.setup_plan", "plan", "--kind", kind, "--json"],
+                             cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
+                             env={k: v for k, v in os.environ.items() if not k.startswith("TERMAGENT_")})
+        plans[kind] = json.loads(out.stdout)
+    cpu, gpu = plans["cpu"], plans["gpu"]
+    assert cpu["constraints"] == "constraints.txt" and cpu["extras"] == ["dev"] and cpu["harbor"] is None
+    assert cpu["packages"] == {"torch": "2.13.0+cpu"}
+    assert gpu["constraints"] == "constraints-gpu.txt" and gpu["extras"] == ["dev", "gpu"]
+    assert gpu["packages"] == {"torch": setup_plan.TORCH_VERSION, "vllm": setup_plan.VLLM_VERSION}
+    assert gpu["optional"] == {"flash-attn": False, "deepspeed": False}
+    assert gpu["harbor"]["venv"] == ".venv-harbor" and gpu["harbor"]["version"] == "0.25.0"
+    assert gpu["harbor"]["constraints"] == "constraints-harbor.txt"
+    assert gpu["stamp"] != cpu["stamp"]  # a venv set up for one kind is reinstalled for the other
+
+
+def test_opt_ins_add_flash_attention_and_deepspeed_built_against_the_installed_torch():
+    p = setup_plan.plan("gpu", env={"TERMAGENT_FLASH_ATTN": "1", "TERMAGENT_DEEPSPEED": "1"})
+    text = setup_plan.script(p)
+    assert f"--no-build-isolation flash-attn=={setup_plan.FLASH_ATTN_VERSION}" in text
+    assert f"--no-build-isolation deepspeed=={setup_plan.DEEPSPEED_VERSION}" in text
+    assert "flash-attn=1 deepspeed=1" in p.stamp
+    with pytest.raises(setup_plan.SetupError, match="TERMAGENT_FLASH_ATTN='maybe'"):
+        setup_plan.plan("gpu", env={"TERMAGENT_FLASH_ATTN": "maybe"})
+
+
+def _program(path: Path, body: str) -> Path:
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_detect_reads_the_driver_tree_nvidia_smi_and_the_override(tmp_path):
+    proc = tmp_path / "proc"
+    (proc / "driver").mkdir(parents=True)
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    # no driver tree and no nvidia-smi on PATH: cpu
+    machine = setup_plan.detect({"PATH": str(bare)}, proc_root=str(proc))
+    assert machine.kind == "cpu" and "no nvidia-smi" in machine.reason
+    (proc / "driver" / "nvidia").mkdir()
+    machine = setup_plan.detect({}, proc_root=str(proc))
+    assert machine.kind == "gpu" and "driver/nvidia exists" in machine.reason
+    (proc / "driver" / "nvidia").rmdir()
+    smi = _program(bare / "nvidia-smi", 'echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)"\n')
+    machine = setup_plan.detect({}, proc_root=str(proc), nvidia_smi=str(smi))
+    assert machine.kind == "gpu" and "H100" in machine.reason
+    broken = _program(tmp_path / "nvidia-smi-broken", 'echo "NVIDIA-SMI has failed"; exit 9\n')
+    machine = setup_plan.detect({}, proc_root=str(proc), nvidia_smi=str(broken))
+    assert machine.kind == "cpu" and "exited 9" in machine.reason
+    assert setup_plan.detect({"TERMAGENT_DEVICE": "cpu"}, proc_root=str(proc), nvidia_smi=str(smi)).kind == "cpu"
+    assert setup_plan.detect({"TERMAGENT_DEVICE": "GPU"}, proc_root=str(proc)).kind == "gpu"
+    with pytest.raises(setup_plan.SetupError, match="TERMAGENT_DEVICE='tpu': must be cpu, gpu or auto"):
+        setup_plan.detect({"TERMAGENT_DEVICE": "tpu"})
+
+
+def test_find_python_takes_the_first_new_enough_python_on_path(tmp_path):
+    here = "{}.{}".format(*sys.version_info[:2])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / f"python{here}").symlink_to(sys.executable)
+    found = setup_plan.find_python(tuple(sys.version_info[:2]), path=str(bin_dir))
+    assert found == str(bin_dir / f"python{here}")
+    newer = (sys.version_info[0], sys.version_info[1] + 1)
+    assert setup_plan.find_python(newer, path=str(bin_dir)) is None  # only this python: too old
+
+
+def _constraints(path: Path) -> dict[str, str]:
+    pins = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"^([A-Za-z0-9_.\-]+)(===|==)(\S+)$", line)
+        if m:
+            pins[m.group(1).lower()] = m.group(2) + m.group(3)
+    return pins
+
+
+def test_constraints_harbor_pins_the_harbor_the_plan_installs():
+    pins = _constraints(REPO / "constraints-harbor.txt")
+    assert pins["harbor"] == "==" + setup_plan.HARBOR_VERSION and "litellm" in pins
+    assert "torch" not in pins and "termagent" not in pins  # Harbor's env holds Harbor only
+
+
+def test_constraints_gpu_pins_what_the_plan_says_inside_trls_vllm_range():
+    from packaging.version import Version
+
+    pins = _constraints(REPO / "constraints-gpu.txt")
+    assert pins["torch"] == "===" + setup_plan.TORCH_VERSION  # `===`: 2.13.0+cpu does not satisfy it
+    assert pins["vllm"] == "==" + setup_plan.VLLM_VERSION
+    cpu = _constraints(REPO / "constraints.txt")
+    for name in ("trl", "transformers", "peft", "datasets", "accelerate"):  # the training stack of the run
+        assert pins[name] == cpu[name], name
+    # the range TRL itself accepts, read from the installed TRL's source (trl/import_utils.py)
+    import importlib.util
+
+    source = (Path(importlib.util.find_spec("trl").origin).parent / "import_utils.py").read_text()
+    low, high = re.search(r'Version\("([\d.]+)"\) <= _vllm_base_version <= Version\("([\d.]+)"\)', source).groups()
+    assert (low, high) == setup_plan.TRL_VLLM_RANGE
+    assert Version(low) <= Version(setup_plan.VLLM_VERSION) <= Version(high)
+
+
+@pytest.mark.slow
+def test_pip_replaces_the_cpu_torch_with_the_cuda_build_under_constraints_gpu(tmp_path):
+    """In this venv torch 2.13.0+cpu is installed. With constraints.txt's `==` rule it would stay (the bug); with
+    constraints-gpu.txt pip selects the plain 2.13.0 wheel (the CUDA build). Metadata only, nothing installed."""
+    import torch
+
+    if "+cpu" not in torch.__version__:
+        pytest.skip(f"this venv's torch is {torch.__version__}, not the CPU build the test starts from")
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--quiet", "--report",
+                           str(report), "torch", "-c", str(REPO / "constraints-gpu.txt")],
+                          capture_output=True, text=True, timeout=600, check=False)
+    if proc.returncode != 0 and ("No matching distribution" in proc.stderr or "Could not" in proc.stderr):
+        pytest.skip(f"no package index reachable: {proc.stderr.strip().splitlines()[-1:]}")
+    assert proc.returncode == 0, proc.stderr
+    installs = {i["metadata"]["name"]: i["metadata"]["version"] for i in json.loads(report.read_text())["install"]}
+    assert installs == {"torch": setup_plan.TORCH_VERSION}
+
+
+# -- patches/ on Harbor's own files -----------------------------------------------------------------------------
+CACHE = Path.home() / ".cache" / "termagent" / "wheels"
+
+
+@pytest.fixture
+def harbor_site(tmp_path):
+    wheels = sorted(CACHE.glob(f"harbor-{setup_plan.HARBOR_VERSION}-*.whl"))
+    if not wheels:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
+                        "--only-binary=:all:", f"harbor=={setup_plan.HARBOR_VERSION}", "-d", str(CACHE)],
+                       capture_output=True, text=True, timeout=300, check=False)
+        wheels = sorted(CACHE.glob(f"harbor-{setup_plan.HARBOR_VERSION}-*.whl"))
+        if not wheels:
+            pytest.skip("cannot fetch the Harbor wheel (no package index)")
+    if shutil.which("patch") is None:
+        pytest.skip("the `patch` program is not installed")
+    with zipfile.ZipFile(wheels[0]) as whl:
+        whl.extractall(tmp_path / "site-packages")
+    return tmp_path / "site-packages"
+
+
+def test_apply_patches_applies_once_then_leaves_them(harbor_site):
+    lite_llm = harbor_site / "harbor" / "llms" / "lite_llm.py"
+    assert "longer than the maximum model length" not in lite_llm.read_text()
+    out = subprocess.run([sys.executable, "-m", "termagent.setup_plan", "apply-patches", str(harbor_site)],
+                         cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "0001-litellm-vllm-decoder-prompt-context-error.patch: applied" in out.stderr
+    assert "longer than the maximum model length" in lite_llm.read_text()
+    patched = lite_llm.read_bytes()
+    again = subprocess.run([sys.executable, "-m", "termagent.setup_plan", "apply-patches", str(harbor_site)],
+                           cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
+    assert again.returncode == 0, again.stderr
+    assert "already applied" in again.stderr
+    assert lite_llm.read_bytes() == patched  # not applied twice
+
+
+def test_a_patch_that_does_not_fit_is_an_error_naming_it(tmp_path):
+    site = tmp_path / "site"
+    (site / "harbor" / "llms").mkdir(parents=True)
+    (site / "harbor" / "llms" / "lite_llm.py").write_text("something else entirely\n")
+    patches = sorted((REPO / "patches").glob("*.patch"))
+    with pytest.raises(setup_plan.SetupError, match=r"0001-.*\.patch: does not apply to"):
+        setup_plan.apply_patches(site, patches)
