@@ -3,6 +3,7 @@ anything is loaded: a configuration that cannot fit is refused with the params t
 out-of-memory error an hour into a run.
 
     python -m termagent.train.memory --model models/base --gpu-gib 80     # every stage of params.yaml
+    python -m termagent.train.memory --profile h100 --model models/base     # with a profile, this machine's GPU
 
 The estimate counts what autograd keeps, tensor by tensor, for a Qwen3/Llama decoder with a frozen bf16 base and
 PEFT LoRA adapters, per token and layer (h hidden, q = heads x head_dim, kv = kv_heads x head_dim, I intermediate):
@@ -256,13 +257,16 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--profile", default=None, help="a profile applied over --params (e.g. h100)")
     parser.add_argument("--model", default="models/base", help="a model directory (its config.json) or config.json")
     parser.add_argument("--gpu-gib", type=float, default=None, help="GPU memory (default: this machine's GPU)")
     args = parser.parse_args(argv)
     model = Path(args.model)
     shape = ModelShape.from_dir(model if model.is_dir() else model.parent)
     gpu = int(args.gpu_gib * GIB) if args.gpu_gib else gpu_total_bytes()
-    params = yaml.safe_load(Path(args.params).read_text())
+    from termagent.params import load_params
+
+    params = load_params(args.params, args.profile) if args.profile else yaml.safe_load(Path(args.params).read_text())
     plans = stage_plans(params, shape, gpu)
     print(f"{'stage':9} {'batch x len':>14} {'ckpt':>5} {'weights':>8} {'adapter':>8} {'activ.':>8} {'logits':>7} "
           f"{'reserved':>8} {'total':>7} {'GPU':>6}")
