@@ -26,11 +26,16 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory) -> Path:
+def pipeline(tmp_path_factory, harbor_wheel) -> Path:
+    """The profile trains and evaluates with Harbor's terminus-2 texts (agent.protocol): read from the pinned wheel."""
+    import os
+
+    os.environ["HARBOR_PACKAGE_DIR"] = str(harbor_wheel)  # the stages' environment (scratch_repo.env copies it)
     root = scratch_copy(tmp_path_factory.mktemp("h100") / "repo",
                         ["h100", "smoke", "tests/profiles/h100_on_cpu.yaml"])
     params = yaml.safe_load((root / "params.yaml").read_text())
     assert params["warmup"]["enabled"] is False and params["base_model"]["source"] == "tiny"
+    assert params["agent"]["protocol"] == "harbor-terminus-2"
     run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], root, timeout=5400)
     return root
 
