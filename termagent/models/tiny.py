@@ -155,13 +155,18 @@ def build_model(config: TinyModelConfig, vocab_size: int, eos_id: int, pad_id: i
     return model
 
 
-def build_tiny_model(out_dir: str | Path, config: TinyModelConfig, task_dirs: list[str | Path]) -> dict:
+def build_tiny_model(out_dir: str | Path, config: TinyModelConfig, task_dirs: list[str | Path],
+                     chat_template_path: str | Path | None = None) -> dict:
     """Train the tokenizer, build the model, save both (and manifest.json) to `out_dir`, atomically.
+    `chat_template_path`: a template to install instead of CHAT_TEMPLATE (templates.install_template).
     Returns the manifest."""
+    from termagent.models.templates import install_template, template_sha256
+
     out_dir = Path(out_dir)
     texts = build_corpus([Path(d) for d in task_dirs])
     tokenizer = train_tokenizer(texts, config.vocab_size, config.min_frequency, config.max_position_embeddings,
                                 config.pre_tokenizer)
+    install_template(tokenizer, chat_template_path)
     model_vocab = -(-len(tokenizer) // 64) * 64  # padded: matmuls like multiples of 64
     model = build_model(config, model_vocab, tokenizer.convert_tokens_to_ids(IM_END),
                         tokenizer.convert_tokens_to_ids(ENDOFTEXT))
@@ -180,6 +185,7 @@ def build_tiny_model(out_dir: str | Path, config: TinyModelConfig, task_dirs: li
                        "n_chars": sum(map(len, texts)), "sha256": corpus_hash(texts)},
             "weights_sha256": weights_hash(model),
             "tokenizer_sha256": hashlib.sha256((staging / "tokenizer.json").read_bytes()).hexdigest(),
+            "chat_template_sha256": template_sha256(tokenizer.chat_template),
         }
         atomic.write_json(staging / "manifest.json", manifest)
     return manifest

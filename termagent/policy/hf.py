@@ -23,6 +23,16 @@ import torch
 from termagent.policy.base import Generation, Policy, PolicyError
 
 
+def _install_template(tokenizer, where) -> None:
+    """The project's chat template (termagent.models.templates): the rendering training used, for the eval."""
+    from termagent.models.templates import install_template
+
+    try:
+        install_template(tokenizer)
+    except ValueError as error:
+        raise PolicyError(f"hf policy: the tokenizer of {where}: {error}") from None
+
+
 class HFPolicy(Policy):
     def __init__(
         self,
@@ -53,8 +63,7 @@ class HFPolicy(Policy):
         self.name = name or self.model_dir.name + (f"+{self.adapter.name}" if self.adapter else "")
 
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or self.model_dir))
-        if self.tokenizer.chat_template is None:
-            raise PolicyError(f"hf policy: the tokenizer of {tokenizer or self.model_dir} has no chat template")
+        _install_template(self.tokenizer, tokenizer or self.model_dir)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         dtypes = {"auto": generation_dtype(self.device), "float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -91,6 +100,7 @@ class HFPolicy(Policy):
         self.device = str(next(model.parameters()).device)
         self.max_batch, self.top_k = int(max_batch), int(top_k)
         self.tokenizer, self.model = tokenizer, model
+        _install_template(self.tokenizer, "the trainer's tokenizer")
         from termagent.precision import generation_dtype
 
         # fp32 weights where the device computes bf16 faster: autocast (the trainer's weights stay untouched)

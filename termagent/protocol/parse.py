@@ -8,12 +8,17 @@ invalid duration (1.0), a duration over 60 s (clipped), unknown keys.
 Two auto-fixes are tried when the plain parse fails, as Terminus-2 does: close the braces and brackets a
 truncated reply left open, and pull the JSON object out of surrounding text. A fix that worked is named in
 `fixes` and in a warning, so the model is told to stop relying on it.
+
+A reply that opens with a `<think>...</think>` block (a Qwen3-family model's reasoning) is parsed as the model
+meant it: the block is reasoning, not the reply, so it is set aside before the JSON is looked for — its braces
+never make the "extracted JSON" fix fire (which a strict format reward scores 0) and it is no "extra text".
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from termagent.protocol.keys import is_tmux_key
@@ -26,6 +31,8 @@ TRUE_STRINGS = ("true", "1", "yes")
 
 FIX_CLOSE_BRACES = "closed missing braces/brackets"
 FIX_EXTRACT_JSON = "extracted the JSON object from mixed text"
+# A closed think block at the very start of the reply (whitespace around it is the template's / the model's).
+_THINK_BLOCK = re.compile(r"\s*<think>.*?</think>\s*", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,7 @@ def parse_response(text: str) -> ParseResult:
     """Parse one reply. Never raises: any input gives a ParseResult."""
     if not isinstance(text, str):
         return ParseResult(False, None, errors=[f"response must be text, got {type(text).__name__}"])
+    text = strip_think(text)
     result = _parse_plain(text)
     if result.ok:
         return result
@@ -90,6 +98,13 @@ def parse_response(text: str) -> ParseResult:
             fixed.warnings.insert(0, f"auto-corrected: {name}; please send a single valid JSON object")
             return fixed
     return result
+
+
+def strip_think(text: str) -> str:
+    """`text` without a `<think>...</think>` block it opens with (unchanged when it opens with none, or the
+    block is never closed)."""
+    match = _THINK_BLOCK.match(text)
+    return text[match.end():] if match else text
 
 
 def _parse_plain(text: str) -> ParseResult:

@@ -176,14 +176,18 @@ def training_kwargs(*, output_dir: str | Path, seed: int, logging_steps: int = 1
 
 
 # -- models -------------------------------------------------------------------------------------------------
-def load_tokenizer(model_dir: str | Path, chat_template_path: str | Path | None = None):
+def load_tokenizer(model_dir: str | Path):
+    """The tokenizer of `model_dir` with the project's chat template (templates.install_template: models/base
+    carries it already; a tokenizer saved elsewhere gets its family's), pad token set."""
     from transformers import AutoTokenizer
 
+    from termagent.models.templates import install_template
+
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
-    if chat_template_path:
-        tokenizer.chat_template = Path(chat_template_path).read_text()
-    if tokenizer.chat_template is None:
-        raise ValueError(f"{model_dir}: the tokenizer has no chat template")
+    try:
+        install_template(tokenizer)
+    except ValueError as error:
+        raise ValueError(f"{model_dir}: {error}") from None
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

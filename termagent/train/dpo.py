@@ -54,7 +54,6 @@ class DPOParams:
     max_grad_norm: float = 1.0
     logging_steps: int = 1
     seed: int = 0
-    chat_template_path: str | None = None  # the same patched template as SFT, when the model needs one
 
     def __post_init__(self):
         if self.beta <= 0:
@@ -126,7 +125,7 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
     seed_everything(params.seed)
     metrics_dir = Path(metrics_dir)
     with timer.phase("load"):
-        tokenizer = load_tokenizer(base_dir, params.chat_template_path)
+        tokenizer = load_tokenizer(base_dir)
         rows, counts = load_preferences(params.dataset, tokenizer, params.max_length)
         model = load_model(base_dir, sft_adapter, trainable=True)
     if not rows:

@@ -63,7 +63,6 @@ class SFTParams:
     # whose frozen random weights a low-rank update barely moves (the embedded warmup; its output is then
     # the base the later stages put their standard PEFT adapters on). Off: a LoRA adapter (a real model).
     full_finetune: bool = False
-    chat_template_path: str | None = None  # a .jinja with {% generation %} markers when the model's lacks them
     max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
     # Short-context curriculum (off at 0 epochs): before the whole conversations, `window_epochs` passes over
     # every assistant turn alone with only the last `window_context` tokens before it, `window_batch_size` at a
@@ -198,26 +197,32 @@ def load_conversations(sources: list[str]) -> tuple[list[list[dict]], dict[str, 
 
 # -- chat template --------------------------------------------------------------------------------------------
 def check_chat_template(tokenizer) -> None:
-    """Fail loudly unless TRL can mask assistant turns with this template (it needs `{% generation %}`
-    markers; TRL 1.16 patches only byte-identical known templates, RESEARCH §4)."""
-    template = tokenizer.chat_template or ""
-    if "generation %}" in template.replace("-%}", "%}"):
-        return
-    try:
-        from trl.chat_template_utils import get_training_chat_template
+    """Fail loudly unless the tokenizer carries a template TRL can mask assistant turns with: the project's
+    (termagent.models.templates, installed by load_tokenizer), with `{% generation %}` markers."""
+    from termagent.models.templates import has_generation_markers
 
-        get_training_chat_template(tokenizer)
-    except Exception as error:
-        raise ValueError(
-            "the model's chat template has no {% generation %} markers and TRL cannot patch it "
-            f"({error}); set sft.chat_template_path to a patched .jinja shipped in the repo") from error
+    if not has_generation_markers(tokenizer.chat_template):
+        raise ValueError("the tokenizer's chat template has no {% generation %} markers: load it with "
+                         "termagent.train.common.load_tokenizer (the project's template), or set "
+                         "base_model.chat_template_path for a model family the project does not know")
+
+
+def training_template(tokenizer) -> str:
+    """The template TRL's SFTTrainer trains with for this tokenizer (assistant_only_loss): the tokenizer's own
+    when it has generation markers, else the training template TRL swaps in (as SFTTrainer.__init__ decides)."""
+    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+
+    template = tokenizer.chat_template
+    return template if has_generation_markers(template) else get_training_chat_template(tokenizer)
 
 
 def assistant_token_fraction(tokenizer, conversations: list[list[dict]], max_length: int) -> dict[str, Any]:
-    """Tokens per conversation and the share that carries loss (assistant turns), after truncation."""
+    """Tokens per conversation and the share that carries loss (assistant turns), after truncation, counted with
+    the template TRL trains with (training_template)."""
+    template = training_template(tokenizer)
     total = trained = truncated = 0
     for conv in conversations:
-        out = tokenizer.apply_chat_template(conv, tokenize=True, return_dict=True,
+        out = tokenizer.apply_chat_template(conv, tokenize=True, return_dict=True, chat_template=template,
                                             return_assistant_tokens_mask=True)
         ids, mask = out["input_ids"], out["assistant_masks"]
         truncated += len(ids) > max_length
@@ -343,7 +348,7 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         if params.rename_copies:
             counts = {**counts, "renamed_copies": params.rename_copies * len(conversations)}
             conversations = with_renamed_copies(conversations, params.rename_copies, params.seed)
-        tokenizer = load_tokenizer(base_dir, params.chat_template_path)
+        tokenizer = load_tokenizer(base_dir)
         check_chat_template(tokenizer)
         if params.full_finetune and init_adapter is not None:
             raise ValueError("full_finetune trains a full model: it cannot start from an adapter (init_adapter)")

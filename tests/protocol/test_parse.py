@@ -141,3 +141,20 @@ def test_truncated_closing_braces_are_fixed(response, n_closers):
     result = parse_response(cut)
     assert result.ok and result.response == response
     assert FIX_CLOSE_BRACES in result.fixes
+
+
+def test_a_leading_think_block_is_reasoning_not_reply():
+    """A Qwen3-family reply opening with <think>...</think> (braces, even a decoy reply, inside) parses as the
+    JSON after it, with no fix and no warning: GRPO's strict format (no `fixes`) scores it as valid."""
+    decoy = json.dumps({**GOOD, "commands": [{"keystrokes": "rm -rf /app\n", "duration": 0.1}]})
+    text = f"<think>\nThe shell shows {{nothing}}; maybe {decoy}? No: list first.\n</think>\n\n{reply()}"
+    result = parse_response(text)
+    assert result.ok and not result.fixes and not result.warnings
+    assert result.response.commands == (Command("ls\n", 0.1),)
+    # an empty think block (the template's own, if a model repeats it) is stripped the same way
+    assert parse_response(f"<think>\n\n</think>\n\n{reply()}").to_dict() == parse_response(reply()).to_dict()
+
+
+def test_an_unclosed_think_block_is_not_stripped():
+    result = parse_response("<think>\nStill thinking about {braces")
+    assert not result.ok and "no JSON" not in " ".join(result.errors)
