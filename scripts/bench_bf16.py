@@ -35,8 +35,8 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from termagent import atomic  # noqa: E402
-from termagent.precision import cpu_bf16_flags, cpu_bf16_supported  # noqa: E402
+from termagent import atomic
+from termagent.precision import cpu_bf16_flags, cpu_bf16_supported
 
 MODES = ("fp32", "autocast", "bf16_weights")
 NOTES = ("Timings on a machine shared with other jobs (this run: 2 CPU cores, 6 concurrent sessions): absolute "

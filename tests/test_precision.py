@@ -117,3 +117,26 @@ def test_trl_fused_lm_head_returns_float32_logprobs_under_autocast(tiny_model_di
     reference = torch.log_softmax(logits[:, :-1].float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
     assert out.log_probs.shape == reference.shape and torch.allclose(out.log_probs, reference, atol=2e-2)
     assert sum(bf16_representable(out.log_probs.flatten().tolist())) < out.log_probs.numel() // 4
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU rule; a GPU decides by itself")
+def test_sft_trains_under_cpu_autocast_when_bf16_is_on(tiny_model_dir, tmp_path, monkeypatch):
+    """A real TRL SFT run with the switch on: transformers' Trainer accepts bf16=True with use_cpu=True (CPU
+    autocast through accelerate), the fp32 master weights and the adapter all train, the record says bf16."""
+    import json
+
+    from termagent.train.common import LoraParams
+    from termagent.train.sft import SFTParams, train_sft
+
+    monkeypatch.setenv(BF16_ENV, "1")
+    reply = '{"analysis": "", "plan": "ls", "commands": [{"keystrokes": "ls\\n", "duration": 0.1}], "task_complete": true}'
+    demos = tmp_path / "demos.jsonl"
+    demos.write_text("".join(json.dumps({"conversations": [*HELLO, {"role": "assistant", "content": reply}],
+                                         "task_id": f"t{i}"}) + "\n" for i in range(2)))
+    params = SFTParams(datasets=[str(demos)], max_length=256, max_steps=2, gradient_accumulation_steps=1,
+                       learning_rate=5e-3, warmup_ratio=0.0, lora=LoraParams(r=4, alpha=8))
+    metrics = train_sft(tiny_model_dir, tmp_path / "adapter", params, metrics_dir=tmp_path / "metrics",
+                        curves_png=tmp_path / "curves.png")
+    assert metrics["global_steps"] == 2
+    assert metrics["adapter_tensors"] > 0 and metrics["adapter_tensors_changed"] == metrics["adapter_tensors"]
+    assert json.loads((tmp_path / "metrics" / "train.json").read_text())["environment"]["bf16"] is True
