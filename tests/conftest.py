@@ -3,11 +3,17 @@ message when no engine answers, and builds the sandbox base image once when it i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The same numbers on every machine: fp32 unless a test turns bf16 on (tests/test_precision.py does, with
+# TERMAGENT_BF16=1 or an explicit dtype). Without this, a CPU with bf16 instructions (this project's) would run
+# every training and generation test in bf16 and one without them in fp32.
+os.environ.setdefault("TERMAGENT_BF16", "0")
 
 
 @pytest.fixture(scope="session")

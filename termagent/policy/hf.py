@@ -6,7 +6,11 @@ Spec: `hf:MODEL_DIR[,adapter=ADAPTER_DIR][,context_limit=N][,device=cpu][,max_ba
 sequences are kept, so an episode's next call only prefills its new tokens, and a batch decodes without
 re-prefilling padded prompts. For fixed weights only (eval, demos); a training loop's model leaves it off.
 Logprobs are log softmax(logits / temperature) of the chosen tokens — the quantity TRL recomputes
-for the importance ratio — taken from the raw logits, before top-p filtering.
+for the importance ratio — taken from the raw logits, before top-p filtering, always upcast to float32 first.
+
+`dtype=auto` (default) loads the weights in bf16 on a GPU that has it and on a CPU with bf16 instructions
+(termagent.precision; TERMAGENT_BF16=0 turns it off), else fp32. A model wrapped with `from_model` keeps its
+weights (a trainer's fp32 master copy): on a bf16 CPU its generation runs under bf16 autocast.
 """
 
 from __future__ import annotations
@@ -41,8 +45,11 @@ class HFPolicy(Policy):
         top_k: int | str = 0,  # 0: sample from the whole distribution (vLLM's default, TRL's assumption)
         name: str | None = None,
         prefix_cache: int | str = 0,
+        dtype: str = "auto",
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from termagent.precision import generation_dtype
 
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "config.json").is_file():
@@ -59,8 +66,11 @@ class HFPolicy(Policy):
         _install_template(self.tokenizer, tokenizer or self.model_dir)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
-        model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), dtype=dtype,
+        dtypes = {"auto": generation_dtype(self.device), "float32": torch.float32, "bfloat16": torch.bfloat16}
+        if dtype not in dtypes:
+            raise PolicyError(f"hf policy: dtype must be one of {sorted(dtypes)}, got {dtype!r}")
+        self.autocast_dtype = None  # the weights are already in the compute dtype
+        model = AutoModelForCausalLM.from_pretrained(str(self.model_dir), dtype=dtypes[dtype],
                                                      use_kernels=False)  # no Hub code (docs/kernels.md)
         if self.adapter:
             from peft import PeftModel
@@ -92,6 +102,12 @@ class HFPolicy(Policy):
         self.max_batch, self.top_k = int(max_batch), int(top_k)
         self.tokenizer, self.model = tokenizer, model
         _install_template(self.tokenizer, "the trainer's tokenizer")
+        from termagent.precision import generation_dtype
+
+        # fp32 weights where the device computes bf16 faster: autocast (the trainer's weights stay untouched)
+        wanted = generation_dtype(self.device)
+        fp32_weights = next(model.parameters()).dtype == torch.float32
+        self.autocast_dtype = torch.bfloat16 if wanted == torch.bfloat16 and fp32_weights else None
         if self.tokenizer.pad_token_id is None:
             raise PolicyError("hf policy: the tokenizer has no pad token (set tokenizer.pad_token first)")
         self.context_limit = int(context_limit) if context_limit else model.config.max_position_embeddings
@@ -145,13 +161,19 @@ class HFPolicy(Policy):
         # NOT fork: restoring the state afterwards would make every unseeded call sample the same text.
         devices = [torch.cuda.current_device()] if self.device.startswith("cuda") else []
         rng = torch.random.fork_rng(devices=devices) if seed is not None else contextlib.nullcontext()
-        with rng:
+        with rng, self.autocast():
             if seed is not None:
                 torch.manual_seed(seed)
             for start in range(0, len(prompts), self.max_batch):
                 chunk = prompts[start : start + self.max_batch]
                 results += self._generate_chunk(chunk, max_tokens, temperature, top_p)
         return results
+
+    def autocast(self):
+        """bf16 autocast for a wrapped fp32 model on a bf16 device (`from_model`), else nothing."""
+        if getattr(self, "autocast_dtype", None) is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.split(":")[0], dtype=self.autocast_dtype)
 
     @property
     def decoder(self):

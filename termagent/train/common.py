@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from termagent import atomic
+from termagent.precision import BF16_ENV, bf16_mode, cpu_bf16_flags, cpu_bf16_supported  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +123,12 @@ def has_cuda() -> bool:
 
 
 def bf16_supported() -> bool:
-    """bf16 only on a GPU that has it (TRL defaults bf16=True even with use_cpu=True: RESEARCH §1.7)."""
-    return has_cuda() and torch.cuda.is_bf16_supported()
+    """Train (and generate in process) in bf16: on a GPU that has it (bf16 weights) or on a CPU with bf16
+    instructions (TRL/transformers `bf16=True` with `use_cpu=True`: autocast, the weights stay fp32). TRL
+    defaults bf16=True even with use_cpu=True (RESEARCH §1.7), so this is always set explicitly."""
+    if has_cuda():
+        return bf16_mode() != "off" and torch.cuda.is_bf16_supported()
+    return cpu_bf16_supported()
 
 
 def vllm_kwargs(section: str, *, use_vllm: bool, mode: str, gpu_memory_utilization: float,
@@ -155,7 +160,9 @@ def training_kwargs(*, output_dir: str | Path, seed: int, logging_steps: int = 1
                     gradient_checkpointing: bool = True, **extra: Any) -> dict[str, Any]:
     """Keyword arguments for any TRL `*Config` (a TrainingArguments subclass) that are safe on CPU and right
     on a GPU: bf16 only where supported, gradient checkpointing only on CUDA, use_cpu without CUDA, no
-    `report_to` integrations (our dvclive callback is passed explicitly), no checkpoints unless asked.
+    `report_to` integrations (our dvclive callback is passed explicitly), no checkpoints unless asked. On a
+    CPU with bf16 instructions `bf16=True` is CPU autocast (fp32 weights, bf16 matmuls; fp32 log-softmax in
+    TRL's log-probabilities): 2.4x a fp32 LoRA step of SmolLM2 here (metrics/bench_bf16.json).
     `extra` overrides anything here."""
     cuda = has_cuda()
     kwargs: dict[str, Any] = {
@@ -196,7 +203,7 @@ def load_tokenizer(model_dir: str | Path):
 
 def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, *, trainable: bool = True,
                adapter_name: str = "default"):
-    """The base model from `model_dir` (a transformers directory), in bf16 where supported, else fp32;
+    """The base model from `model_dir` (a transformers directory), in bf16 on a GPU that has it, else fp32;
     with `adapter_dir`, wrapped as a PeftModel with that adapter loaded (trainable when asked).
     Returns the model (not yet moved: the trainer places it)."""
     from transformers import AutoModelForCausalLM
@@ -204,7 +211,7 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, *, 
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir}: no config.json (expected a transformers model directory)")
-    dtype = torch.bfloat16 if bf16_supported() else torch.float32
+    dtype = torch.bfloat16 if has_cuda() and bf16_supported() else torch.float32  # CPU bf16: autocast, fp32 weights
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype, use_kernels=False)
     if adapter_dir is not None:
         from peft import PeftModel
@@ -405,7 +412,7 @@ def environment() -> dict[str, Any]:
 
     env = {"python": platform.python_version(), "torch": torch.__version__,
            "transformers": transformers.__version__, "device": "cuda" if has_cuda() else "cpu",
-           "torch_threads": torch.get_num_threads(), "bf16": bf16_supported()}
+           "torch_threads": torch.get_num_threads(), "bf16": bf16_supported(), "cpu_bf16_flags": cpu_bf16_flags()}
     for name in ("trl", "peft"):
         try:
             env[name] = __import__(name).__version__
