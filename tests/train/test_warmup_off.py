@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def stage(script: str, *args: str, cwd: Path) -> str:
     proc = subprocess.run([sys.executable, str(REPO / "stages" / script), *args], cwd=cwd, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(REPO), "PATH": str(Path(sys.executable).parent)})
+                          text=True, check=False, env={"PYTHONPATH": str(REPO), "PATH": str(Path(sys.executable).parent)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
