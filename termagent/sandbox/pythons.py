@@ -29,6 +29,7 @@ import os
 import re
 import tarfile
 import threading
+import time
 from pathlib import Path
 
 import docker
@@ -120,6 +121,7 @@ class VerifierPythons:
         if cache.is_file():
             return cache.read_bytes(), {**record, "built_now": False}
         log.info("building the verifier Python %s bundle from %s (%s)", minor, suite, root)
+        start = time.monotonic()
         container = self.client.containers.create(root, ["bash", "-c", BUNDLE_SCRIPT, "bundle", minor,
                                                          f"{ROOT}/{minor}"], labels={"termagent": "1"})
         try:
@@ -144,7 +146,7 @@ class VerifierPythons:
         tmp = cache.with_suffix(f".tmp{os.getpid()}")
         tmp.write_bytes(data)
         tmp.replace(cache)  # atomic: a concurrent run sees the whole bundle or none
-        return data, {**record, "built_now": True}
+        return data, {**record, "built_now": True, "build_s": round(time.monotonic() - start, 1)}
 
     # ---- into a trial -------------------------------------------------------------------------------
 
