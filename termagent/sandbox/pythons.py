@@ -14,7 +14,8 @@ the binary patched (patchelf) to use that loader and those libraries by absolute
 and a venv made from it (uv's) works, because getpath finds the standard library next to the binary.
 
 The bundle is put into the trial's container **after the agent phase**, only for the minor versions the
-task's test scripts ask uv for (`-p 3.X`, `--python 3.X`, `UV_PYTHON=3.X`), and its bin directory is
+task's test scripts ask uv for (`-p 3.X`, `--python 3.X`, `UV_PYTHON=3.X`) and the container has no
+python3.X of its own (one `command -v` probe), and its bin directory is
 appended to PATH of the verifier's command only: the agent's image and environment are unchanged, and an
 interpreter the image has (or the agent installed) is still found first, as uv would find it online.
 What was provided (or could not be) is recorded in the trial's image record (`verifier_pythons`).
@@ -157,9 +158,16 @@ class VerifierPythons:
         wanted = self.requested(trial.task)
         if not wanted:
             return {}, None
-        record: dict = {"requested": wanted, "provided": {}, "unavailable": {}}
+        record: dict = {"requested": wanted, "in_image": [], "provided": {}, "unavailable": {}}
+        # What the container already has (the image's or the agent's python3.X) is what uv finds first
+        # anyway: nothing to put in for it.
+        probe = trial.exec(["sh", "-c", "for v in " + " ".join(wanted) + "; do command -v python$v >/dev/null "
+                            "&& echo $v; done; true"], timeout=30)
+        record["in_image"] = [v for v in probe.output.split() if v in wanted]
         dirs = []
         for minor in wanted:
+            if minor in record["in_image"]:
+                continue
             try:
                 data, info = self.bundle(minor)
                 if not trial.container.put_archive("/", data):

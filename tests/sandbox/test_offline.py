@@ -112,6 +112,8 @@ def test_verifier_installing_uv_and_running_uvx_on_the_image_python(offline_sand
     _task, oracle, nop = oracle_and_nop(offline_sandbox, "uv-verifier")
     assert oracle.error is None and oracle.reward == 1.0, oracle.verifier_output[-2000:]
     assert (oracle.passed, oracle.total) == (2, 2)  # uvx -p 3.13 ran pytest on the image's python3.13
+    # the image has python3.13: no interpreter put in for the verifier
+    assert oracle.image["verifier_pythons"]["in_image"] == ["3.13"] and oracle.image["verifier_pythons"]["provided"] == {}
     assert "installing to /root/.local/bin" in oracle.verifier_output
     assert nop.error is None and nop.reward == 0.0 and (nop.passed, nop.total) == (1, 2)
     assert alias_of(oracle)["uv"] == {"version": "0.9.5", "how": "curl shim for astral.sh/uv installer URLs",
@@ -179,6 +181,7 @@ def test_verifier_asking_uv_for_a_python_the_image_lacks_gets_one_the_agent_neve
     assert nop.error is None and nop.reward == 0.0 and (nop.passed, nop.total) == (1, 2)
     provided = oracle.image["verifier_pythons"]
     assert provided["requested"] == ["3.13"] and provided["provided"]["3.13"]["suite"] == "trixie"
+    assert provided["in_image"] == [] and provided["unavailable"] == {}
     assert alias_of(oracle)["kind"] == "debian" and alias_of(oracle)["suite"] == "bookworm"
 
 
