@@ -46,13 +46,11 @@ def run_check(dirs: list[Path], concurrency: int, params: str) -> tuple[float, l
 def summarize(entries: list[dict]) -> dict:
     tasks = []
     for e in entries:
-        failures = {}
-        for agent in ("oracle", "nop"):
-            err = e[agent]["error"]
-            if err:
-                failures[agent] = {"class": err["class"], "cause": err["message"].splitlines()[0][:300]}
-            elif not e["ok"] and e[agent]["reward"] != (1.0 if agent == "oracle" else 0.0):
-                failures[agent] = {"class": "WrongReward", "cause": f"reward {e[agent]['reward']}"}
+        # the checker's own classes (issue 29): the error class of a failing trial, OracleFailed,
+        # NopPassesFlaky / NopPassesVacuous; each with a one-line cause
+        failures = {f["agent"]: {"class": f["class"], "cause": f["cause"][:300],
+                                 **({"environment": f["environment"]} if f.get("environment") else {})}
+                    for f in e.get("failures", [])}
         subs = []
         for s in e["image"].get("substitutions", []):
             if s.get("what") == "alias":
@@ -63,11 +61,14 @@ def summarize(entries: list[dict]) -> dict:
             else:
                 subs.append(s)
         build_s = max(e["timings"][a].get("build", 0.0) for a in ("oracle", "nop"))
-        tasks.append({"task_id": e["task_id"], "layout": e["layout"], "ok": e["ok"],
+        if e["image"].get("verifier_pythons"):
+            subs.append({"what": "verifier_pythons", **e["image"]["verifier_pythons"]})
+        tasks.append({"task_id": e["task_id"], "layout": e["layout"], "ok": e["ok"], "class": e.get("class"),
                       "oracle": e["oracle"]["reward"], "nop": e["nop"]["reward"], "failures": failures,
                       "build_s": round(build_s, 1), "substitutions": subs})
     classes = Counter(f["class"] for t in tasks for f in t["failures"].values())
-    return {"tasks": len(tasks), "ok": sum(t["ok"] for t in tasks),
+    task_classes = Counter(t["class"] for t in tasks if not t["ok"])
+    return {"tasks": len(tasks), "ok": sum(t["ok"] for t in tasks), "not_ok_by_class": dict(task_classes),
             "pass_rate": round(sum(t["ok"] for t in tasks) / max(len(tasks), 1), 4),
             "failure_classes": dict(classes),
             "flavours_built": sorted({s.get("flavour_image", "") for e in entries
@@ -106,11 +107,23 @@ def remove_task_images(task_ids: list[str]) -> int:
 @click.option("-j", "--concurrency", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--params", default=str(REPO / "params.yaml"), show_default=True)
 @click.option("--keep-images", is_flag=True, help="Do not remove the tasks' images before run 1.")
-def main(dirs: tuple[Path, ...], out: Path, concurrency: int, params: str, keep_images: bool) -> None:
+@click.option("--drop-bundles", is_flag=True,
+              help="Also remove the verifier-Python bundles (sandbox/pythons.py) before run 1: run 1 rebuilds them.")
+def main(dirs: tuple[Path, ...], out: Path, concurrency: int, params: str, keep_images: bool,
+         drop_bundles: bool) -> None:
+    from termagent.params import read_sections
+    from termagent.sandbox.settings import SandboxParams
     from termagent.tasks.load import discover_tasks
 
     ids = [t.id for t in discover_tasks(list(dirs))]
     removed = 0 if keep_images else remove_task_images(ids)
+    bundles_removed = 0
+    if drop_bundles:
+        cache = Path(os.path.expanduser(read_sections(params, missing_ok=True, sandbox=SandboxParams)
+                                        .sandbox.offline.cache_dir)) / "pythons"
+        for bundle in cache.glob("*.tar"):
+            bundle.unlink()
+            bundles_removed += 1
     runs = []
     for n in (1, 2):
         present = len(task_images(ids))
@@ -121,7 +134,8 @@ def main(dirs: tuple[Path, ...], out: Path, concurrency: int, params: str, keep_
         click.echo(f"run {n}: {summary['ok']}/{summary['tasks']} ok in {wall:.0f} s ({present} of "
                    f"{len(ids)} task images present before; failures {summary['failure_classes']})")
     result = {"command": "termagent tasks check " + " ".join(map(str, dirs)) + f" -j {concurrency} (twice)",
-              "task_images_removed_before_run_1": removed, "concurrency": concurrency,
+              "task_images_removed_before_run_1": removed, "verifier_python_bundles_removed": bundles_removed,
+              "concurrency": concurrency,
               "machine": f"{os.cpu_count()} CPUs", "runs": runs,
               "definitions": {"ok": "oracle reward 1 and nop reward 0",
                               "wall_s": "wall clock of the whole CLI run, image builds included",

@@ -106,6 +106,8 @@ def _run_trial(sandbox: Sandbox, task: Task, agent: Agent, *, attempt: int,
         if trial is not None:
             # Passed by reference: a background removal adds its "remove_engine" when done (run_trials
             # waits for that before returning).
+            if getattr(trial, "verifier_pythons", None):  # interpreters provided to the verifier only
+                result.image = {**result.image, "verifier_pythons": trial.verifier_pythons}
             trial.timings.update({k: v for k, v in result.timings.items()})
             result.timings = trial.timings
             result.oom_killed = trial.oom_killed

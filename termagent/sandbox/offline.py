@@ -8,6 +8,11 @@ built here, cached by the hash of its recipe:
   python    python3 + pip + venv, `python` and `pip` on PATH, system-wide installs allowed (the
             EXTERNALLY-MANAGED marker removed and PIP_BREAK_SYSTEM_PACKAGES=1, as official python images
             allow them); the requested minor version where a suite of the mirror has it, else the nearest.
+            Laid out as an official image is where tasks can tell: python, python3, python3.X, pip, pip3,
+            pip3.X in /usr/local/bin (solutions call /usr/local/bin/python), /usr/local/lib/python3.X/
+            site-packages on sys.path, and every Python distribution Debian installed made pip-owned (a
+            RECORD written from dpkg's file list, INSTALLER pip), so `pip install -U` may replace any of
+            them, as it may anything in an official image's site-packages.
   tbench    the same plus the t-bench base images' conventions: WORKDIR /app, tmux, asciinema.
   base      the base image plus the layer's trust and uv stand-ins only (ubuntu:*, debian:*).
 
@@ -52,7 +57,7 @@ from termagent.sandbox.errors import BuildError
 
 log = logging.getLogger(__name__)
 
-LAYER_VERSION = "1"  # bump when the layer's Dockerfile or files below change
+LAYER_VERSION = "2"  # bump when the layer's Dockerfile or files below change
 LAYER_REPO = "termagent-flavour"
 CONTAINER_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
 UV_HOME = "/opt/termagent/uv"  # where the layer COPY puts uv (install.sh and the shim name it)
@@ -81,6 +86,10 @@ class OfflineConfig:
     tbench_workdir: str = "/app"  # the t-bench bases' WORKDIR; tasks without one of their own rely on it
     python_workdir: str = "/"  # official python:* images set no WORKDIR
     cache_dir: str = "~/.cache/termagent"  # uv wheels downloaded from the host's index
+    # Interpreters a verifier may ask uv for (`uvx -p 3.X`) that its image lacks: minor version -> the Debian
+    # suite whose python3.X is bundled for it (termagent/sandbox/pythons.py; built on first use).
+    verifier_pythons: dict[str, str] = field(default_factory=lambda: {
+        "3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie", "3.14": "forky"})
     # Left out of the base package set for a root of another suite: trixie's cron pulls in systemd, whose
     # configuration fails inside a debootstrap chroot.
     root_drop_packages: list[str] = field(default_factory=lambda: ["cron"])
@@ -250,6 +259,55 @@ exit 127
 """
 
 
+ADOPT_DEBIAN_DISTRIBUTIONS = r"""
+# termagent: make the Python distributions Debian installed pip-owned, as everything in an official python
+# image's site-packages is: a RECORD (dist-info) or installed-files.txt (egg-info) written from dpkg's
+# list of the package's files, INSTALLER pip. Without it `pip install -U X` stops at "Cannot uninstall X
+# ... no RECORD file ... installed by debian".
+import csv, glob, os, subprocess, sys
+adopted = []
+for site in sorted(set(glob.glob("/usr/lib/python3/dist-packages") + glob.glob("/usr/lib/python3.*/dist-packages"))):
+    for meta in sorted(glob.glob(os.path.join(site, "*.dist-info")) + glob.glob(os.path.join(site, "*.egg-info"))):
+        if not os.path.isdir(meta):
+            continue
+        record = os.path.join(meta, "RECORD" if meta.endswith(".dist-info") else "installed-files.txt")
+        if os.path.exists(record):
+            continue
+        owner = subprocess.run(["dpkg", "-S", meta], capture_output=True, text=True)
+        if owner.returncode != 0:
+            continue
+        package = owner.stdout.split(":", 1)[0].strip()
+        files = subprocess.run(["dpkg", "-L", package], capture_output=True, text=True).stdout.split()
+        files = [f for f in files if os.path.isfile(f) or os.path.islink(f)]
+        if meta.endswith(".dist-info"):
+            with open(record, "w", newline="") as out:
+                writer = csv.writer(out)
+                for f in files:
+                    writer.writerow([os.path.relpath(f, site) if f.startswith(site + "/") else f, "", ""])
+                writer.writerow([os.path.relpath(record, site), "", ""])
+        else:
+            with open(record, "w") as out:
+                out.writelines(os.path.relpath(f, meta) + "\n" for f in files)
+        with open(os.path.join(meta, "INSTALLER"), "w") as out:
+            out.write("pip\n")
+        adopted.append(os.path.basename(meta))
+print("pip-owned now:", " ".join(adopted) or "-")
+"""
+
+
+def official_layout() -> str:
+    """Shell that lays the Debian python out as an official python image is, where a task can tell."""
+    return (
+        "v=$(python3 -c 'import sys; print(\"%d.%d\" % sys.version_info[:2])'); "
+        "for n in python python3 python$v; do ln -sf /usr/bin/python$v /usr/local/bin/$n; done; "
+        "for n in pip pip3 pip$v; do printf '#!/bin/sh\\nexec /usr/bin/python%s -m pip \"$@\"\\n' $v "
+        "> /usr/local/bin/$n; chmod 755 /usr/local/bin/$n; done; "
+        "mkdir -p /usr/local/lib/python$v/site-packages /usr/local/lib/python$v/dist-packages; "
+        "echo \"import site; site.addsitedir('/usr/local/lib/python$v/site-packages')\" "
+        "> /usr/local/lib/python$v/dist-packages/termagent-site-packages.pth; "
+        "python3 /opt/termagent/adopt.py; rm /opt/termagent/adopt.py; ")
+
+
 # ---- flavours ------------------------------------------------------------------------------------------
 
 _TBENCH_PYTHON = re.compile(r"python-(\d+)-(\d+)")
@@ -340,7 +398,8 @@ class FlavourBuilder:
             pip = self._pip_plan(flavour)
             spec = {"layer": LAYER_VERSION, "root": root_id, "packages": sorted(flavour.packages), "pip": pip,
                     "trust": trust.digest, "uv": self.config.uv_version,
-                    "files": hashlib.sha256((UV_INSTALLER + CURL_SHIM).encode()).hexdigest()}
+                    "files": hashlib.sha256((UV_INSTALLER + CURL_SHIM + ADOPT_DEBIAN_DISTRIBUTIONS
+                                             + official_layout()).encode()).hexdigest()}
             digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
             tag = f"{LAYER_REPO}:{flavour.kind if flavour.kind == 'base' else 'py'}-{flavour.suite}-{digest[:12]}"
             if tag not in self._built:
@@ -401,6 +460,8 @@ class FlavourBuilder:
             (files / "uv" / "VERSION").write_text(self.config.uv_version + "\n")
             (files / "uv" / "install.sh").write_text(UV_INSTALLER)
             (files / "curl").write_text(CURL_SHIM)
+            if flavour.packages:
+                (files / "adopt.py").write_text(ADOPT_DEBIAN_DISTRIBUTIONS)
             env = {"PIP_BREAK_SYSTEM_PACKAGES": "1", "PIP_ROOT_USER_ACTION": "ignore",
                    "SSL_CERT_FILE": CONTAINER_BUNDLE, "REQUESTS_CA_BUNDLE": CONTAINER_BUNDLE,
                    "UV_PYTHON_DOWNLOADS": "never"}
@@ -418,6 +479,7 @@ class FlavourBuilder:
                           + "rm -rf /var/lib/apt/lists/*; rm -f /usr/lib/python3*/EXTERNALLY-MANAGED; "
                           + (f"python3 -m pip install -q --no-cache-dir --ignore-installed {' '.join(pip)}; "
                              if pip else "")
+                          + official_layout()
                           + "python --version; pip --version; ")
             dockerfile = "\n".join([
                 f"FROM {root}",

@@ -17,12 +17,19 @@ both paths on the same task and compares). Anything else returns None and is bui
 Parent directories that do not exist are created by the engine with mode 0755, owned by root, as the
 builder's COPY and WORKDIR do; directories that exist in the image are left as they are (no entries for
 them go into the archive), again as a build leaves them.
+
+Where a single file goes follows the builder's rule: into the destination when it ends with "/" (or is
+"." / ends in "/.") or is a directory by then, else to that path. "A directory by then" is decided from
+the Dockerfile (an earlier WORKDIR or COPY made it) and, for the rest, from the image at placement time
+(`COPY tool /usr/local/bin`): `Placement.file_dests` lists those destinations.
 """
 
 from __future__ import annotations
 
+import base64
 import glob
 import io
+import json
 import logging
 import posixpath
 import shlex
@@ -51,6 +58,9 @@ class Placement:
     env: tuple[tuple[str, str], ...] = ()
     user: str | None = None
     workdirs: tuple[str, ...] = field(default=())  # every WORKDIR: created even when nothing is copied there
+    # (destination, file name) of single-file COPYs to a path the Dockerfile did not make a directory: the
+    # file goes to destination/name instead when the image has a directory there (as the builder does).
+    file_dests: tuple[tuple[str, str], ...] = field(default=())
 
     def archive(self) -> bytes:
         """The tar put into the container at "/": root-owned entries with their modes (mtime of the source)."""
@@ -134,6 +144,7 @@ def plan(task: Task, initial_workdir: str | None = None) -> Placement | None:
     workdirs: list[str] = [initial_workdir] if initial_workdir else []
     env_pairs: dict[str, str] = {}
     entries: dict[str, tuple[Path | None, int]] = {}
+    file_dests: dict[str, str] = {}
     for line in lines:
         op, _, args = line.partition(" ")
         op, args = op.upper(), args.strip()
@@ -159,7 +170,7 @@ def plan(task: Task, initial_workdir: str | None = None) -> Placement | None:
                 return None
             user = args
         elif op in ("COPY", "ADD"):
-            if not _plan_copy(op, args, context, workdir, entries):
+            if not _plan_copy(op, args, context, workdir, entries, _dirs(workdirs, entries), file_dests):
                 return None
         else:
             return None  # RUN, ARG, CMD, ... : a real build
@@ -167,10 +178,26 @@ def plan(task: Task, initial_workdir: str | None = None) -> Placement | None:
         return None
     ordered = tuple((path, src, mode) for path, (src, mode) in sorted(entries.items()))
     return Placement(from_image=from_image, entries=ordered, workdir=workdir if workdirs else None,
-                     env=tuple(env_pairs.items()), user=user, workdirs=tuple(workdirs))
+                     env=tuple(env_pairs.items()), user=user, workdirs=tuple(workdirs),
+                     file_dests=tuple(sorted((d, n) for d, n in file_dests.items() if d in entries)))
 
 
-def _plan_copy(op: str, args: str, context: Path, workdir: str, entries: dict) -> bool:
+def _dirs(workdirs: list[str], entries: dict) -> set[str]:
+    """Directories the Dockerfile has made so far: "/", every WORKDIR, copied directories, and the
+    parents of every copied path."""
+    dirs = {"/", *workdirs}
+    for path, (source, _mode) in entries.items():
+        if source is None:
+            dirs.add(path)
+        parent = posixpath.dirname(path)
+        while parent not in dirs:
+            dirs.add(parent)
+            parent = posixpath.dirname(parent)
+    return dirs
+
+
+def _plan_copy(op: str, args: str, context: Path, workdir: str, entries: dict, dirs: set[str],
+               file_dests: dict[str, str]) -> bool:
     if args.startswith("[") or "$" in args:
         return False  # JSON form or variables: leave it to the builder
     words = args.split()
@@ -190,7 +217,10 @@ def _plan_copy(op: str, args: str, context: Path, workdir: str, entries: dict) -
     if not paths:
         return False
     dest_abs = posixpath.normpath(posixpath.join(workdir, dest))
-    dest_is_dir = dest.endswith("/") or len(paths) > 1 or any(p.is_dir() for p in paths)
+    # The builder copies a file *into* a destination that ends with "/" (or is "."), or that is a directory
+    # already: one an earlier WORKDIR or COPY made (known here), or one of the image (known at placement).
+    dest_is_dir = (dest.endswith(("/", "/.")) or dest == "." or len(paths) > 1 or any(p.is_dir() for p in paths)
+                   or dest_abs in dirs)
     for p in paths:
         if p.is_dir():
             for child in sorted(p.rglob("*")):
@@ -202,6 +232,10 @@ def _plan_copy(op: str, args: str, context: Path, workdir: str, entries: dict) -
         elif p.is_file() and not p.is_symlink():
             target = posixpath.join(dest_abs, p.name) if dest_is_dir else dest_abs
             entries[target] = (p, p.stat().st_mode & 0o7777)
+            if not dest_is_dir:
+                file_dests[dest_abs] = p.name
+            else:
+                file_dests.pop(target, None)
         else:
             return False
     return True
@@ -250,14 +284,30 @@ def place(container, image: TaskImage) -> None:
     p = getattr(image, "placement", None)
     if p is None:
         return
-    missing = [w for w in p.workdirs if not any(path == w or path.startswith(w + "/") for path, _, _ in p.entries)]
     entries = p.entries
+    if p.file_dests:  # `COPY file /dir` where /dir is a directory of the image: the file goes into it
+        into = {dest: posixpath.join(dest, name) for dest, name in p.file_dests if _is_dir(container, dest)}
+        if into:
+            entries = tuple(sorted((into.get(path, path), src, mode) for path, src, mode in entries))
+            p = Placement(p.from_image, entries, p.workdir, p.env, p.user, p.workdirs)
+    missing = [w for w in p.workdirs if not any(path == w or path.startswith(w + "/") for path, _, _ in entries)]
     if missing:  # an empty WORKDIR: the builder creates it (0755, root); so do we, unless the image has it
         extra = tuple((w, None, 0o755) for w in missing if not _exists(container, w))
         entries = tuple(sorted(entries + extra))
         p = Placement(p.from_image, entries, p.workdir, p.env, p.user, p.workdirs)
     if entries and not container.put_archive("/", p.archive()):
         raise docker.errors.APIError(f"put_archive of the task files into {container.short_id} failed")
+
+
+def _is_dir(container, path: str) -> bool:
+    """Is `path` a directory in the (created) container's filesystem? One HEAD request: the engine's stat
+    header, never an archive of the directory."""
+    api = container.client.api
+    response = api.head(api._url("/containers/{0}/archive", container.id), params={"path": path})
+    if response.status_code != 200:
+        return False
+    stat = json.loads(base64.b64decode(response.headers.get("X-Docker-Container-Path-Stat", "") or "e30="))
+    return bool(int(stat.get("mode", 0)) & (1 << 31))  # Go's os.ModeDir
 
 
 def _exists(container, path: str) -> bool:

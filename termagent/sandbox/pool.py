@@ -117,6 +117,7 @@ class Sandbox:
                 engine_s = time.monotonic() - start
             trial = Trial(self.client, container, task, attempt=attempt, agent_name=agent_name, image=image,
                           output_limit_bytes=self.config.output_limit_bytes)
+            trial.pythons = self.images.pythons  # for a verifier asking uv for a Python the image lacks
             trial.timings["create"] = time.monotonic() - start  # what this trial waited for
             trial.timings["create_engine"] = engine_s  # what create + start took, ahead of time or not
             self._top_up()

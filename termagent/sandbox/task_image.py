@@ -28,6 +28,7 @@ import docker
 
 from termagent.sandbox.errors import BuildError
 from termagent.sandbox.offline import FlavourBuilder, OfflineConfig, uv_requested
+from termagent.sandbox.pythons import VerifierPythons
 from termagent.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ class ImageResolver:
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self.flavours = FlavourBuilder(client, base_image, offline)
+        # Interpreters a verifier asks uv for that the image lacks (put in after the agent phase).
+        self.pythons = VerifierPythons(client, self.flavours, self.flavours.config)
         self._records: dict[str, dict] = {}  # resolved tag -> its flavour record
 
     # ---- which image --------------------------------------------------------------------------------

@@ -63,6 +63,8 @@ class Trial:
         self._oom_kills_seen = 0
         self._agent_phase = True
         self._agent_log = BoundedOutput(output_limit_bytes)
+        self.pythons = None  # VerifierPythons (set by the Sandbox): interpreters for the verifier only
+        self.verifier_pythons: dict | None = None  # what they provided to this trial's verifier
 
     @property
     def container_id(self) -> str:

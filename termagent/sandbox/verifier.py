@@ -114,8 +114,12 @@ def run_verifier(trial) -> VerifierResult:
     command = (f"{setup} || exit 97; "
                f"s=$(date +%s%N); bash -c {shlex.quote(task.test_command)}; rc=$?; e=$(date +%s%N); "
                f"echo; echo {_TIME_MARK}$((e - s)); {report}; exit $rc")
+    # Interpreters the tests ask uv for that the image lacks: put in now (after the agent phase), on the
+    # verifier's PATH only (termagent/sandbox/pythons.py).
+    pythons = getattr(trial, "pythons", None)
+    python_env, trial.verifier_pythons = pythons.provide(trial) if pythons is not None else ({}, None)
     run = trial.exec(command, timeout=task.verifier_timeout_sec, files=items or None,
-                     env={"TEST_DIR": TESTS_DIR, **getattr(task, "verifier_env", {})})
+                     env={"TEST_DIR": TESTS_DIR, **python_env, **getattr(task, "verifier_env", {})})
     if run.rc == 97:
         raise VerifierError(f"could not set up {TESTS_DIR} and {LOGS_DIR}: {run.output[-500:]}")
     inline_rewards = inline_reward_files(run.output, nonce)
@@ -150,6 +154,10 @@ def run_verifier(trial) -> VerifierResult:
                                run.output) from None
         if rewards["reward"] == 0.0 and counts is None:
             cause = runner_never_started(task, run.output, ctrf_present)
+            missing = (getattr(trial, "verifier_pythons", None) or {}).get("unavailable")
+            if cause and missing:
+                cause += "; Python asked for but not available offline: " + "; ".join(
+                    f"{minor}: {why}" for minor, why in missing.items())
             if cause:
                 raise _with_output(VerifierError(
                     f"the test runner never started ({cause}): the verifier's reward 0 is not a grade "

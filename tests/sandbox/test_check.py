@@ -44,3 +44,21 @@ def test_check_names_the_problem_of_a_malformed_task(tmp_path):
     # one line per problem, each naming the file and the field
     assert 'bad/task.toml: [agent].timeout_sec must be a positive number, got "soon"' in result.output
     assert "bad/instruction.md: missing" in result.output and "bad/tests/test.sh: missing" in result.output
+
+
+def test_check_classes_a_passing_nop_after_rerunning_it(tmp_path, base_image):
+    """Issue 29, class 5: a passing nop is neither ok nor a plain failure: NopPassesVacuous in the JSON,
+    the table and the summary line, after the reruns."""
+    from .test_offline import OFFLINE
+
+    out = tmp_path / "check.json"
+    result = CliRunner().invoke(check, [str(OFFLINE / "nop-passes-timing"), str(FIXTURES / "upper-case"),
+                                        "--json", str(out), "--nop-reruns", "1", "--params", str(REPO_PARAMS)])
+    assert result.exit_code == 1, result.output
+    entries = {e["task_id"]: e for e in json.loads(out.read_text())}
+    timing = entries["nop-passes-timing"]
+    assert timing["class"] == "NopPassesVacuous" and not timing["ok"]
+    (failure,) = timing["failures"]
+    assert failure["agent"] == "nop" and len(failure["reruns"]) == 1 and failure["tail"]
+    assert entries["upper-case"]["class"] == "ok" and entries["upper-case"]["failures"] == []
+    assert "1/2 ok; not ok: NopPassesVacuous 1" in result.output

@@ -112,6 +112,8 @@ def test_verifier_installing_uv_and_running_uvx_on_the_image_python(offline_sand
     _task, oracle, nop = oracle_and_nop(offline_sandbox, "uv-verifier")
     assert oracle.error is None and oracle.reward == 1.0, oracle.verifier_output[-2000:]
     assert (oracle.passed, oracle.total) == (2, 2)  # uvx -p 3.13 ran pytest on the image's python3.13
+    # the image has python3.13: no interpreter put in for the verifier
+    assert oracle.image["verifier_pythons"]["in_image"] == ["3.13"] and oracle.image["verifier_pythons"]["provided"] == {}
     assert "installing to /root/.local/bin" in oracle.verifier_output
     assert nop.error is None and nop.reward == 0.0 and (nop.passed, nop.total) == (1, 2)
     assert alias_of(oracle)["uv"] == {"version": "0.9.5", "how": "curl shim for astral.sh/uv installer URLs",
@@ -157,3 +159,108 @@ def test_verifier_whose_runner_never_starts_is_a_verifier_error_not_a_zero(offli
 def test_fixture_readme_lists_every_fixture():
     readme = (OFFLINE / "README.md").read_text()
     assert all(f"- {p.name}:" in readme for p in Path(OFFLINE).iterdir() if p.is_dir())
+
+
+# ---- issue 29: the classes of public tasks that failed offline --------------------------------------------
+
+
+def test_uv_python_requests_are_read_from_the_test_scripts():
+    from termagent.sandbox.pythons import uv_python_requests
+
+    assert uv_python_requests("uvx \\\n  -p 3.13 \\\n  -w pytest==8.4.1 pytest") == ["3.13"]
+    assert uv_python_requests("uv run --python=3.12 pytest", "UV_PYTHON=cpython-3.9 uv venv") == ["3.9", "3.12"]
+    assert uv_python_requests("python3 -m pytest -p no:cacheprovider", "uv pip install pytest") == []
+
+
+@pytest.mark.docker
+def test_verifier_asking_uv_for_a_python_the_image_lacks_gets_one_the_agent_never_sees(offline_sandbox):
+    """Class 1: `uvx -p 3.13` on an Ubuntu base (bookworm stand-in, python3 3.11) found no interpreter."""
+    _task, oracle, nop = oracle_and_nop(offline_sandbox, "uv-python-missing")
+    assert oracle.error is None and oracle.reward == 1.0, oracle.verifier_output[-3000:]
+    assert (oracle.passed, oracle.total) == (2, 2)  # the tests ran on 3.13
+    assert nop.error is None and nop.reward == 0.0 and (nop.passed, nop.total) == (1, 2)
+    provided = oracle.image["verifier_pythons"]
+    assert provided["requested"] == ["3.13"] and provided["provided"]["3.13"]["suite"] == "trixie"
+    assert provided["in_image"] == [] and provided["unavailable"] == {}
+    assert alias_of(oracle)["kind"] == "debian" and alias_of(oracle)["suite"] == "bookworm"
+
+
+@pytest.mark.docker
+def test_the_agent_phase_has_no_verifier_python(offline_sandbox):
+    task = load_task(OFFLINE / "uv-python-missing")
+    with offline_sandbox.trial(task, agent_name="probe") as trial:
+        assert trial.exec("command -v python3.13 || echo none").output.strip() == "none"
+        assert trial.exec("ls /opt/termagent/python 2>&1 || true").output.strip().endswith("No such file or directory")
+
+
+@pytest.mark.docker
+def test_verifier_asking_for_a_python_nobody_supplies_says_so(offline_sandbox):
+    """Class 1 / 6: 3.12 is neither in the image nor in sandbox.offline.verifier_pythons."""
+    task, oracle, nop = oracle_and_nop(offline_sandbox, "uv-python-unavailable")
+    for result in (oracle, nop):
+        assert result.reward is None and result.error["class"] == "VerifierError"
+        assert "No interpreter found for Python 3.12" in result.verifier_output
+        assert "not available offline: 3.12" in result.error["message"]
+    entry = check_entry(task, oracle, nop)
+    assert entry["class"] == "VerifierError" and "3.12" in entry["failures"][0]["cause"]
+    assert "No interpreter found" in entry["failures"][0]["tail"]
+
+
+@pytest.mark.docker
+def test_pip_may_upgrade_what_the_python_stand_in_got_from_debian(offline_sandbox):
+    """Class 2: `pip install --upgrade pip` / packaging failed: 'Cannot uninstall ... installed by debian'."""
+    task, oracle, nop = oracle_and_nop(offline_sandbox, "tb1-pip-upgrades-debian")
+    assert task.layout == "tb1"
+    assert oracle.error is None and oracle.reward == 1.0, (oracle.error, oracle.verifier_output[-2000:])
+    assert nop.error is None and nop.reward == 0.0
+    assert alias_of(oracle)["kind"] == "python" and alias_of(oracle)["python"]["provided"].startswith("3.13.")
+
+
+@pytest.mark.docker
+def test_copy_to_dot_or_to_an_image_directory_goes_into_it_when_placed(offline_sandbox):
+    """Class 3: `WORKDIR /app` + `COPY data.csv .` was placed as a file named /app: 'Cannot mkdir: /app is
+    not a directory' at container start."""
+    _task, oracle, nop = oracle_and_nop(offline_sandbox, "copy-into-workdir")
+    assert oracle.image.get("placed") is True  # the no-build path, the one that got it wrong
+    assert oracle.error is None and oracle.reward == 1.0, (oracle.error, oracle.verifier_output[-2000:])
+    assert nop.error is None and nop.reward == 0.0 and (nop.passed, nop.total) == (1, 2)
+
+
+@pytest.mark.docker
+def test_solution_using_the_official_python_layout_passes_in_the_stand_in(offline_sandbox):
+    """Class 4: the solution installs for /usr/local/bin/python (site-packages, a shebang) and the test runs
+    `python /app/report.py`: reward 0 in the stand-in, with no error class."""
+    task, oracle, nop = oracle_and_nop(offline_sandbox, "python-local-bin")
+    assert oracle.error is None and oracle.reward == 1.0, oracle.verifier_output[-2000:]
+    assert (oracle.passed, oracle.total) == (3, 3)
+    assert nop.error is None and nop.reward == 0.0
+    entry = check_entry(task, nop, nop)  # an oracle scoring 0 is classed; a missing /app file is no environment cause
+    (failure,) = entry["failures"]
+    assert failure["class"] == "OracleFailed" and "environment" not in failure and failure["tail"]
+
+
+def test_an_oracle_failing_for_its_environment_says_so():
+    """What the stand-in printed before the fix for class 4: the line blaming the environment is the cause."""
+    from termagent.tasks.cli import environment_cause
+
+    out = ("/tests/test.sh: line 2: /app/report.py: /usr/local/bin/python3: bad interpreter: No such file or directory\n"
+           "E   ModuleNotFoundError: No module named 'greeting'\n=== 1 failed, 2 passed in 0.1s ===\n")
+    assert environment_cause(out) == "E   ModuleNotFoundError: No module named 'greeting'"
+    assert environment_cause("python: can't open file '/app/report.py': [Errno 2] No such file or directory") is None
+    assert "bad interpreter" in environment_cause(out.splitlines()[0])
+
+
+@pytest.mark.docker
+def test_nop_that_passes_is_classed_vacuous_or_flaky(offline_sandbox):
+    """Class 5: a speed test whose reference the untouched environment already contains."""
+    task, oracle, nop = oracle_and_nop(offline_sandbox, "nop-passes-timing")
+    assert oracle.error is None and oracle.reward == 1.0, oracle.verifier_output[-2000:]
+    assert nop.error is None and nop.reward == 1.0
+    rerun = run_trials(offline_sandbox, [(task, NopAgent(), 1)], progress=False)
+    entry = check_entry(task, oracle, nop, rerun)
+    assert not entry["ok"] and entry["class"] == "NopPassesVacuous", entry["failures"]
+    assert entry["failures"][0]["reruns"] == [{"reward": 1.0, "error": None}] and entry["failures"][0]["tail"]
+    # a rerun that scores 0 (another task's nop, as a timing test's would under other load): flaky
+    _t, _o, zero = oracle_and_nop(offline_sandbox, "copy-into-workdir")
+    flaky = check_entry(task, oracle, nop, [zero])
+    assert flaky["class"] == "NopPassesFlaky" and "then 0" in flaky["failures"][0]["cause"]

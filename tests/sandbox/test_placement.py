@@ -11,8 +11,8 @@ from pathlib import Path
 from termagent.sandbox import Sandbox, SandboxConfig, placement
 from termagent.tasks.load import load_task
 
-FILES = ("find /app /opt/tools /srv -printf '%p %m %u %g %s %y\\n' | sort; "
-         "find /app /opt/tools /srv -type f -exec sha256sum {} + | sort")
+FILES = ("find /app /opt/tools /srv /data /usr/local/bin -printf '%p %m %u %g %s %y\\n' | sort; "
+         "find /app /opt/tools /srv /data /usr/local/bin -type f -exec sha256sum {} + | sort")
 PROCESS = "echo pwd=$(pwd); echo user=$(id -un); echo greeting=$GREETING; echo mode=$MODE; echo path=$PATH"
 
 DOCKERFILE = """\
@@ -25,6 +25,10 @@ COPY extra.sh notes.txt /opt/tools/
 ADD notes.txt /srv/notes-copy.txt
 COPY files/bin/run.sh \\
      /srv/run-copy.sh
+WORKDIR /data
+COPY notes.txt .
+COPY files/a.txt /data
+COPY extra.sh /usr/local/bin
 WORKDIR /app
 USER nobody
 """
@@ -76,6 +80,10 @@ def test_plan_reads_simple_dockerfiles_only(tmp_path):
     paths = {path: mode for path, _, mode in p.entries}
     assert paths["/app/bin/run.sh"] == 0o755 and paths["/app/secret"] == 0o700 and paths["/srv/notes-copy.txt"] == 0o640
     assert "/opt/tools/extra.sh" in paths and "/srv/run-copy.sh" in paths
+    # a file copied to "." or to a directory an earlier WORKDIR made goes into it, as the builder does;
+    # one copied to a path the Dockerfile did not make is decided against the image at placement
+    assert "/data/notes.txt" in paths and "/data/a.txt" in paths and "/data" not in paths
+    assert ("/usr/local/bin", "extra.sh") in p.file_dests and ("/srv/notes-copy.txt", "notes.txt") in p.file_dests
     for extra in ("RUN echo hi", "ARG X=1", "COPY --chown=nobody files/ /app/", "ADD https://example.invalid/x /x",
                   "FROM debian:bookworm-slim AS second"):
         other = load_task(make_task(tmp_path / extra.split()[0].lower() / str(abs(hash(extra))), DOCKERFILE + extra + "\n"))
@@ -109,6 +117,10 @@ def test_placed_container_equals_built_one(tmp_path, base_image, docker_client):
         built.close()
         placed.close()
     assert "/app/secret 700 root root" in built_out and "user=nobody" in built_out  # the snapshot sees it all
+    # `COPY notes.txt .` after `WORKDIR /data`, and `COPY extra.sh /usr/local/bin` (a directory of the image):
+    # into the directory (placed as files named /data, /usr/local/bin before: "/app is not a directory")
+    assert "/data 755 root root" in built_out and "/data/notes.txt 640 root root" in built_out
+    assert "/usr/local/bin/extra.sh 755 root root" in built_out
     assert placed_out == built_out
     docker_client.images.remove(built_image.tag, force=True)
 
