@@ -44,8 +44,9 @@ bench-external: setup
 bench-grpo: setup
 	$(PY) scripts/bench_grpo.py --out metrics/bench_grpo.json
 
-# One H100/H200: SFT tokens/s and a GRPO step at the original shapes on a random-init ~0.6 B Qwen3 (no
-# download); refuses without CUDA. Needs torch, transformers, peft only.
+# One H100/H200: this project's train_sft / train_dpo / GRPO / MT-GRPO trainers at the H100 profile's shapes on a
+# random-init Qwen3-8B-shaped model (no download), against the memory plan; ~5 min on an H200; refuses without CUDA.
+# Needs the training stack only (torch, transformers, peft, trl, datasets, docker SDK), not DVC.
 gpu-check:
 	$(PY) scripts/gpu_check.py --out metrics/bench_gpu.json
 
