@@ -370,6 +370,10 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         if init_adapter is None and not params.full_finetune:
             model = get_peft_model(model, params.lora.to_peft())
         data_stats = assistant_token_fraction(tokenizer, conversations, params.max_length)
+        if not data_stats["assistant_tokens"]:
+            raise ValueError(f"{stage}: no assistant token is left within {stage}.max_length={params.max_length} "
+                             f"({data_stats['truncated_conversations']} of {len(conversations)} conversations are "
+                             "longer and keep their start): raise max_length")
         before = _trained_state(model, params.full_finetune)
     window_steps, window_metrics, monitor_windows = 0, None, None
     if params.window_epochs > 0:

@@ -365,3 +365,12 @@ def test_window_batches_carry_loss_on_their_turn_only(tiny_model_dir, demos_file
     batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
     for labels, reply in zip(batch["labels"], (REPLY_1, REPLY_2)):
         assert tokenizer.decode(labels[labels != -100].tolist()) == reply + "<|im_end|>"
+
+
+def test_sft_refuses_a_max_length_that_cuts_every_reply_off(tiny_model_dir, demos_file, tmp_path):
+    """A max_length shorter than every first prompt leaves TRL no trained token (it would fail on an empty
+    dataset); the stage names the param instead."""
+    with pytest.raises(ValueError, match=r"test.max_length=16"):
+        train_sft(tiny_model_dir, tmp_path / "out", small_sft(demos_file, max_length=16, max_steps=1),
+                  metrics_dir=tmp_path / "m", stage="test")
+    assert not (tmp_path / "out").exists()
