@@ -47,8 +47,12 @@ BUNDLE_SCRIPT = r"""
 set -eu
 v="$1"; d="$2"
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v "python$v" >/dev/null || ! command -v patchelf >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends "python$v" patchelf >/dev/null
+# A testing suite's Release (forky) carries a Valid-Until that a dated mirror snapshot outlives
+apt-get -o Acquire::Check-Valid-Until=false update -qq
+apt-get install -y -qq --no-install-recommends "python$v" patchelf >/dev/null
+# Debian ships distutils apart (python3-distutils, up to 3.11); uv refuses a 3.9 without it
+if ! "python$v" -c 'import distutils.command.install, distutils.sysconfig' 2>/dev/null; then
+  apt-get install -y -qq --no-install-recommends python3-distutils >/dev/null 2>&1 || true
 fi
 exe=$(command -v "python$v")
 mkdir -p "$d/bin" "$d/lib"
