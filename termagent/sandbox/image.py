@@ -336,6 +336,11 @@ def _build_debootstrap(recipe: BaseImageRecipe, client: docker.DockerClient, pro
         log.info("debootstrap %s (%d packages) from the host's apt mirror", recipe.suite, len(recipe.packages))
         cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(sorted(set(recipe.packages)))}",
                recipe.suite, str(rootfs), mirror]
+        scripts = Path("/usr/share/debootstrap/scripts")
+        if not (scripts / recipe.suite).exists() and (scripts / "sid").exists():
+            # A suite newer than the host's debootstrap (forky on a bookworm host): sid's script, the one
+            # newer debootstrap releases link every new Debian suite to.
+            cmd.append(str(scripts / "sid"))
         if progress:
             print(f"building {tag}: debootstrap {recipe.suite} + {len(recipe.packages)} packages "
                   "(about a minute)...", flush=True)

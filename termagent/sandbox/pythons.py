@@ -47,8 +47,12 @@ BUNDLE_SCRIPT = r"""
 set -eu
 v="$1"; d="$2"
 export DEBIAN_FRONTEND=noninteractive
-if ! command -v "python$v" >/dev/null || ! command -v patchelf >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends "python$v" patchelf >/dev/null
+# A testing suite's Release (forky) carries a Valid-Until that a dated mirror snapshot outlives
+apt-get -o Acquire::Check-Valid-Until=false update -qq
+apt-get install -y -qq --no-install-recommends "python$v" patchelf >/dev/null
+# Debian ships distutils apart (python3-distutils, up to 3.11); uv refuses a 3.9 without it
+if ! "python$v" -c 'import distutils.command.install, distutils.sysconfig' 2>/dev/null; then
+  apt-get install -y -qq --no-install-recommends python3-distutils >/dev/null 2>&1 || true
 fi
 exe=$(command -v "python$v")
 mkdir -p "$d/bin" "$d/lib"
@@ -60,8 +64,10 @@ interp=$(patchelf --print-interpreter "$exe")
 cp -L "$interp" "$d/lib/"
 { ldd "$exe"; find "$d/lib/python$v/lib-dynload" -name '*.so' -exec ldd {} \; ; } 2>/dev/null \
   | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u | while read -r lib; do cp -L "$lib" "$d/lib/"; done
-# --no-sort: without it the rewritten (non-PIE) executable segfaults when both are changed (patchelf 0.18)
-patchelf --no-sort --set-interpreter "$d/lib/$(basename "$interp")" --force-rpath --set-rpath "$d/lib" "$d/bin/python$v"
+# --no-sort: without it patchelf 0.18 rewrites the (non-PIE) executable into one that segfaults when both are
+# changed; older patchelf (bullseye's 0.12) has no such option
+sort=""; patchelf --help 2>&1 | grep -q -- --no-sort && sort=--no-sort
+patchelf $sort --set-interpreter "$d/lib/$(basename "$interp")" --force-rpath --set-rpath "$d/lib" "$d/bin/python$v"
 # It must run without the suite's libraries: from an empty library path, with only the bundle's.
 env -i PATH=/nonexistent "$d/bin/python$v" -c 'import ssl, sqlite3, ctypes, zlib, lzma, bz2, json, venv, sys; print(sys.version.split()[0], sys.prefix)'
 tar -C / -cf /bundle.tar "${d#/}"

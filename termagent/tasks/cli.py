@@ -162,6 +162,11 @@ def check(paths: tuple[Path, ...], json_out: Path | None, concurrency: int | Non
                 notes.append(f"{sub['from']} -> {sub.get('kind', sub['to'])}{f' (python {py})' if py else ''}")
             elif sub.get("what") == "prebuilt_image_replaced":
                 notes.append(f"built {sub['built_from']} (no {sub['docker_image']})")
+        pythons = e["image"].get("verifier_pythons") or {}
+        for minor, info in pythons.get("provided", {}).items():
+            notes.append(f"verifier python {minor} from {info['suite']}")
+        for minor in pythons.get("unavailable", {}):
+            notes.append(f"verifier python {minor}: not available offline")
         table.add_row(e["task_id"], e["layout"], _reward(e["oracle"]), _reward(e["nop"]),
                       "[green]ok[/]" if e["ok"] else f"[red]{e['class']}[/]", "; ".join(notes))
     console = Console(width=max(120, Console().width))
