@@ -161,8 +161,12 @@ def main(model_dir: Path, out: Path, repeats: int, train_rows: int, train_len: i
                           f"{train_len} tokens", **train},
         "generate": {"what": f"generate {gen_rows} x {gen_len}-token prompts + {new_tokens} new tokens each, "
                              "greedy, prefill included", **gen},
-        "chosen": {"train": "autocast (TRL bf16=True, use_cpu=True)", "generate": "bf16_weights (HFPolicy dtype=auto); "
-                   "autocast for a trainer's fp32 model (HFPolicy.from_model)"},
+        "chosen": {"train": "autocast (TRL bf16=True, use_cpu=True; fp32 master weights): correct for every trained "
+                            "configuration (a full fine-tune and modules_to_save included, whose AdamW updates would "
+                            "round away on bf16 weights); bf16 weights are the faster choice for a pure LoRA run where "
+                            "the numbers say so (docs/base-model.md)",
+                   "generate": "bf16_weights (HFPolicy dtype=auto); autocast for a trainer's fp32 model "
+                               "(HFPolicy.from_model)"},
         "repeats": repeats,
         "notes": NOTES,
         "environment": {"python": platform.python_version(), "torch": torch.__version__,
