@@ -11,6 +11,7 @@ protocol's (params `agent.temperature`, `agent.max_output_tokens`).
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -18,13 +19,21 @@ import click
 
 from termagent import atomic
 from termagent.agent import AgentConfig
+from termagent.names import CITIES, PEOPLE, WORDS
 from termagent.params import load_params, section
 from termagent.policy.hf import HFPolicy
 from termagent.protocol import parse_response, render_initial_prompt
 from termagent.tasks.index import tasks_in_split
-from termagent.train.augment import entity_names
 
 FRESH_SCREEN = "root@sandbox:/app#"  # what the tmux pane shows before the first command
+# A pool word of the generated families not inside a longer word, optionally with its `_NN`.
+NAME = re.compile(r"(?<![A-Za-z])(" + "|".join(sorted({w for pool in (WORDS, CITIES, PEOPLE) for w in pool},
+                                                      key=len, reverse=True)) + r")(?:_(\d\d)(?!\d))?(?![A-Za-z])")
+
+
+def entity_names(text: str) -> set[str]:
+    """The generated families' names `text` mentions (`violet_21`, `basil`)."""
+    return {m.group(0) for m in NAME.finditer(text)}
 
 
 @click.command()

@@ -18,7 +18,7 @@ import click
 from termagent.evaluate.config import ReportConfig
 from termagent.params import profile_option, read_sections
 from termagent.report.build import build_summary, load_eval_metrics, not_evaluated, write_reports
-from termagent.report.training import load_training_metrics, training_warning
+from termagent.report.training import load_training_metrics
 
 
 @click.command()
@@ -41,8 +41,6 @@ def main(metric_files: tuple[Path, ...], params_file: Path, profile: str | None,
     except ValueError as e:
         raise click.ClickException(str(e)) from e
     write_reports(summary, metrics, reports_dir, summary_path=summary_path, training=training)
-    if warning := training_warning(training):
-        click.echo(warning.lstrip("> ").replace("**", "").rstrip(), err=True)
     for name, s in summary["models"].items():
         click.echo(f"{name:>10}: accuracy {s['accuracy']:.3f} ± {s['accuracy_stderr']:.3f}, solved {s['n_solved']}/{s['n_tasks']}")
     for name, why in summary["not_evaluated"].items():

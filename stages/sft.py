@@ -1,6 +1,6 @@
 """DVC stages `sft` and `warmup`: multi-turn SFT of a LoRA adapter with TRL's SFTTrainer.
 
-    python stages/sft.py --stage sft --base models/base --out models/sft --metrics-dir metrics/sft
+    python stages/sft.py --stage sft --base models/warmup --out models/sft --metrics-dir metrics/sft
     python stages/sft.py --stage warmup --base models/base --out models/warmup --metrics-dir metrics/warmup
 
 Reads params: the section named by --stage (sft: termagent.train.sft.SFTParams; warmup: WarmupParams =
@@ -20,7 +20,7 @@ import click
 from termagent.params import profile_option, read_sections
 from termagent.train.common import relaunch_distributed
 from termagent.train.sft import SFTParams, train_sft
-from termagent.train.warmup import WarmupParams, resolve_base, write_disabled, write_start
+from termagent.train.warmup import WarmupParams, resolve_start_model, write_disabled, write_start
 
 
 @click.command()
@@ -41,15 +41,16 @@ def main(stage: str, params_file: Path, profile: str | None, base_dir: Path, out
         click.echo(f"{out}: warmup off, GRPO starts from the base model {base_dir}")
         return
     relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
-    if stage == "sft":
-        base_dir = resolve_base(base_dir)  # --base models/warmup: the base the warmup recorded (or its full model)
+    init_adapter = None
+    if stage == "sft":  # --base models/warmup: the base it recorded, and its adapter (SFT continues it) if any
+        base_dir, init_adapter = resolve_start_model(base_dir)
     try:
-        m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png)
+        m = train_sft(base_dir, out, cfg, metrics_dir=metrics_dir, stage=stage, curves_png=curves_png,
+                      init_adapter=init_adapter)
     except (FileNotFoundError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     if stage == "warmup":
-        write_start(out, base_dir=base_dir, adapter=not cfg.full_finetune, full_model=cfg.full_finetune,
-                    metrics={"last_loss": m["last_loss"]})
+        write_start(out, base_dir=base_dir, adapter=True, metrics={"last_loss": m["last_loss"]})
     loss = " -> ".join("n/a" if x is None else f"{x:.3f}" for x in (m["first_loss"], m["last_loss"]))
     click.echo(f"{out}: {m['n_conversations']} conversations, {m['global_steps']} steps, loss "
                f"{loss} (logged every {cfg.logging_steps} steps), {m['tokens_per_s']} tokens/s, "

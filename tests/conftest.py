@@ -46,8 +46,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
     out = tmp_path_factory.mktemp("tiny") / "base"
     config = TinyModelConfig(vocab_size=2048, hidden_size=64, intermediate_size=192, num_hidden_layers=2,
-                             num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096,
-                             pre_tokenizer="qwen")  # the fixture the policy/GRPO tests were tuned on
+                             num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=4096)
     build_tiny_model(out, config, [REPO / "data" / "tasks"])
     return out
 

@@ -92,6 +92,7 @@ def test_assistant_mask_marks_exactly_the_assistant_tokens(tiny_model_dir):
 
 def test_stage_script_builds_models_base(tmp_path):
     params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["base_model"]["source"] = "tiny"  # the gguf source is tests/test_gguf_source.py's (no download here)
     params["base_model"]["tiny"].update(SMALL)
     params_file = tmp_path / "params.yaml"
     params_file.write_text(yaml.safe_dump(params))
@@ -131,22 +132,10 @@ def test_h100_profile_pins_nemotron_and_vllm():
     assert profile["serve"]["vllm"]["gpu_memory_utilization"] == 0.85
 
 
-def test_pre_tokenizer_options_spell_names_and_numbers_as_copyable_tokens():
+def test_the_tiny_tokenizer_round_trips_text():
     texts = ["Count the lines of `/app/harbor_78.log` that contain `nimbus`.",
              "grep -c nimbus /app/harbor_78.log > /app/cedar_16.txt"] * 20
-    words = train_tokenizer(texts, vocab_size=400, split="words")
-    in_task = words.tokenize("contain `nimbus`")
-    in_command = words.tokenize("grep -c nimbus /app")
-    assert "nimbus" in in_task and "nimbus" in in_command  # one spelling: copying is a pure copy
-    qwen = train_tokenizer(texts, vocab_size=400, split="qwen")
-    assert "Ġnimbus" in qwen.tokenize("grep -c nimbus /app")  # Qwen's split glues the space on: two spellings
-    numbers = train_tokenizer(texts, vocab_size=400, split="numbers")
-    assert "78" in numbers.tokenize("/app/harbor_78.log") and "78" not in qwen.tokenize("/app/harbor_78.log")
-    stems = train_tokenizer(texts, vocab_size=400, split="stems")
-    assert stems.tokenize("/app/harbor_78.log")[-2:] == ["_78", ".log"]  # the number right after its stem word
-    assert "3" in stems.tokenize("column 3") and "3" in stems.tokenize("-f3")  # a bare number: one spelling
-    for tokenizer in (words, qwen, numbers, stems):
-        ids = tokenizer("x = `a b`\n  y", add_special_tokens=False)["input_ids"]
-        assert tokenizer.decode(ids) == "x = `a b`\n  y"
-    with pytest.raises(ValueError, match="pre_tokenizer"):
-        train_tokenizer(texts, vocab_size=400, split="bert")
+    tokenizer = train_tokenizer(texts, vocab_size=400)
+    assert "Ġnimbus" in tokenizer.tokenize("grep -c nimbus /app")  # Qwen's split: the space glued on
+    ids = tokenizer("x = `a b`\n  y", add_special_tokens=False)["input_ids"]
+    assert tokenizer.decode(ids) == "x = `a b`\n  y"

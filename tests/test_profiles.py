@@ -46,15 +46,16 @@ H100_INHERITS = {
 
 
 def test_h100_restates_every_embedded_override_it_does_not_mean_to_inherit():
-    # A key params.yaml sets for the tiny CPU model (termagent.embedded_overrides) and the profile leaves out
-    # reaches the real run unnoticed (sft.rename_copies once did). The warmup is off on the H100.
+    # A key params.yaml sets for the CPU model (termagent.embedded_overrides) and the profile leaves out
+    # reaches the real run unnoticed (a CPU-only renaming of the demos once did). The warmup is off on the H100.
     from termagent.embedded_overrides import EMBEDDED_OVERRIDES
 
     restated = leaves(yaml.safe_load((REPO / "profiles/h100.yaml").read_text()))
     leaked = sorted(k for k in EMBEDDED_OVERRIDES
-                    if not k.startswith("warmup.") and k not in H100_INHERITS and k not in restated)
+                    if not k.startswith("warmup.") and k not in H100_INHERITS and k not in restated
+                    and not any(r.startswith(k + ".") for r in restated))  # a mapping restated leaf by leaf
     assert leaked == [], f"profiles/h100.yaml inherits these CPU-profile values: {leaked}"
-    assert typed("sft").rename_copies == 0 and typed("datasets").fail_threshold == 0.3
+    assert typed("sft").max_steps == -1 and typed("datasets").fail_threshold == 0.3
 
 
 def test_h100_holds_the_design_configuration():

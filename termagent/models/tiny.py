@@ -42,28 +42,14 @@ QWEN_SPLIT = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
     r"|\s+(?!\S)|\s+"
 )
-# The same split, but a letter run never carries the character before it: a word is one token sequence
-# wherever it stands (`nimbus` after a backtick in the task, after a space in the command), so copying a
-# name from the instruction into keystrokes is a pure copy, not a learned pairing of two spellings.
-WORDS_SPLIT = QWEN_SPLIT.replace(r"[^\r\n\p{L}\p{N}]?\p{L}+", r"\p{L}+")
-# Qwen's split with numbers of up to three digits as one piece (Llama 3's `\p{N}{1,3}`): `harbor_78` is
-# `harbor`, `_`, `78`, so a number can be copied as one token, as a word is (issue 9: the wider warmup copied
-# name words 63 % of the time and two-digit numbers, two tokens under Qwen's split, never).
-NUMBERS_SPLIT = QWEN_SPLIT.replace(r"|\p{N}|", r"|\p{N}{1,3}|")
-# Numbers as above, an underscore before one kept on it: `harbor_78` is `harbor`, `_78`, so the number follows
-# its stem's word directly and copying it is an induction head's one-back match (`harbor` -> `_78`). Under
-# `numbers` the token before `78` is `_`, which follows every stem: the warmup copied the stem word 77 % of
-# the time and its number 1 of 35 (metrics/experiments/warmup_h256_numbers.json).
-STEMS_SPLIT = QWEN_SPLIT.replace(r"|\p{N}|", r"|_?\p{N}{1,3}|")
-SPLITS = {"qwen": QWEN_SPLIT, "words": WORDS_SPLIT, "numbers": NUMBERS_SPLIT, "stems": STEMS_SPLIT}
 
 
 @dataclass(frozen=True)
 class TinyModelConfig:
     vocab_size: int = 4096  # BPE target; the model's embedding is the tokenizer's size rounded up to 64
-    hidden_size: int = 256  # 128 never learned to copy a name from the task into a command (issue 9)
+    hidden_size: int = 256
     intermediate_size: int = 1024
-    num_hidden_layers: int = 4  # 2 layers learned the reply's vocabulary but not its structure (issue 9)
+    num_hidden_layers: int = 4
     num_attention_heads: int = 8
     num_key_value_heads: int = 4
     head_dim: int = 32
@@ -71,16 +57,11 @@ class TinyModelConfig:
     rope_theta: float = 1_000_000.0
     seed: int = 0
     min_frequency: int = 2  # a merge needs two occurrences: keeps one-off strings out of the vocabulary
-    pre_tokenizer: str = "stems"  # qwen (Qwen2/3's split) | words (letter runs stand alone) | numbers (1-3
-    # digits a piece) | stems (numbers, `_` kept on: `harbor`, `_78`)
 
 
-def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, max_length: int = 8192,
-                    split: str = "qwen"):
-    """A byte-level BPE tokenizer with Qwen3's special tokens and chat template (a transformers tokenizer).
-    `split`: the pre-tokenizer's regex, a key of SPLITS."""
-    if split not in SPLITS:
-        raise ValueError(f"base_model.tiny.pre_tokenizer: {split!r} is not one of {sorted(SPLITS)}")
+def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, max_length: int = 8192):
+    """A byte-level BPE tokenizer with Qwen3's special tokens, pre-tokenizer split and chat template (a
+    transformers tokenizer)."""
     from tokenizers import (
         AddedToken,
         Regex,
@@ -97,7 +78,7 @@ def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, m
     tokenizer = Tokenizer(models.BPE())
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(SPLITS[split]), behavior="isolated"),
+        pre_tokenizers.Split(Regex(QWEN_SPLIT), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tokenizer.decoder = decoders.ByteLevel()
@@ -164,8 +145,7 @@ def build_tiny_model(out_dir: str | Path, config: TinyModelConfig, task_dirs: li
 
     out_dir = Path(out_dir)
     texts = build_corpus([Path(d) for d in task_dirs])
-    tokenizer = train_tokenizer(texts, config.vocab_size, config.min_frequency, config.max_position_embeddings,
-                                config.pre_tokenizer)
+    tokenizer = train_tokenizer(texts, config.vocab_size, config.min_frequency, config.max_position_embeddings)
     install_template(tokenizer, chat_template_path)
     model_vocab = -(-len(tokenizer) // 64) * 64  # padded: matmuls like multiples of 64
     model = build_model(config, model_vocab, tokenizer.convert_tokens_to_ids(IM_END),

@@ -161,9 +161,9 @@ def _not_evaluated_lines(summary: dict) -> list[str]:
 
 
 def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) -> str:
-    """The comparison tables; with `training` ({stage: train.json}), a warning when the warmup never copied
-    and a closing section with what the training stages reported (termagent.report.training)."""
-    from termagent.report.training import training_markdown, training_warning
+    """The comparison tables; with `training` ({stage: train.json}), a closing section with what the training
+    stages reported (termagent.report.training)."""
+    from termagent.report.training import training_markdown
 
     training = training or {}
     b = summary["bootstrap"]
@@ -171,7 +171,6 @@ def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) 
              (f"Difference in mean per-task pass rate, with a {b['confidence']:.0%} paired bootstrap "
              f"interval over tasks ({b['n_resamples']} resamples, seed {b['seed']}). "
              "An interval that contains 0 means the eval cannot tell the two apart."), "",
-             *([training_warning(training)] if training_warning(training) else []),
              *_not_evaluated_lines(summary),
              "| model | tasks | accuracy | base | diff | CI low | CI high | P(diff ≤ 0) | verdict |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]

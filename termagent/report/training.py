@@ -2,8 +2,7 @@
 
 An eval that cannot tell a trained model from the base has two readings: the training did not move the model,
 or the eval cannot see what moved. The stages' own metrics (`metrics/<stage>/train.json`) tell them apart, so
-the report puts the ones that decide it beside the comparison: whether the warmup's copy of a task's names
-appeared (the skill the generated families' held-out tasks test, termagent.train.copy_monitor), how many GRPO
+the report puts the ones that decide it beside the comparison: how far the warmup's loss fell, how many GRPO
 groups carried a gradient (reward std > 0), how many preference pairs DPO had, what MT-GRPO's trajectories
 scored and how many turns reached the loss token-identical.
 """
@@ -32,27 +31,10 @@ def _num(value, spec: str = ".3f") -> str:
     return "—" if value is None else format(value, spec)
 
 
-def warmup_copy_missed(train: dict[str, dict]) -> dict | None:
-    """The warmup's window phase when it had a copy target and never reached it (None otherwise)."""
-    windows = (train.get("warmup") or {}).get("windows") or {}
-    if windows.get("copy_target") and windows.get("copy_reached_step") is None:
-        return windows
-    return None
-
-
 def _warmup_row(w: dict) -> str:
     if w.get("enabled") is False:
         return f"**off**: {w.get('skipped') or 'warmup.enabled false'}"
-    win = w.get("windows") or {}
-    copy = ""
-    if win.get("copy_target"):
-        target, reached = _num(win["copy_target"], ".2f"), win.get("copy_reached_step")
-        status = f"reached {target} at step {reached}" if reached is not None else f"**never reached {target}**"
-        copy = (f"copy of the task's `_NN` numbers (held-out windows): {status}, "
-                f"last {_num(win.get('copy_accuracy_last'), '.2f')}, "
-                f"after the conversation pass {_num(win.get('copy_accuracy_after_conversations'), '.2f')}; ")
-    return (f"{copy}{win.get('steps', 0)} window steps, {w.get('global_steps', '—')} conversation steps, "
-            f"last loss {_num(w.get('last_loss'))}")
+    return _sft_row(w)
 
 
 def _grpo_row(g: dict) -> str:
@@ -65,7 +47,7 @@ def _grpo_row(g: dict) -> str:
 
 def _sft_row(s: dict) -> str:
     return (f"{s.get('global_steps', '—')} steps over {s.get('n_conversations', '—')} conversations, "
-            f"train loss {_num(s.get('train_loss'))}")
+            f"loss {_num(s.get('first_loss'))} -> {_num(s.get('last_loss'))} (mean {_num(s.get('train_loss'))})")
 
 
 def _dpo_row(d: dict) -> str:
@@ -100,15 +82,3 @@ def training_markdown(train: dict[str, dict]) -> str:
              "", "| stage | reported |", "| --- | --- |"]
     lines += [f"| {stage} | {text} |" for stage, text in rows]
     return "\n".join(lines) + "\n"
-
-
-def training_warning(train: dict[str, dict]) -> str:
-    """A line for the top of comparison.md when the warmup never copied ("" otherwise)."""
-    missed = warmup_copy_missed(train)
-    if missed is None:
-        return ""
-    return (f"> **The warmup never learned to copy a task's `word_NN` numbers** (held-out copy accuracy "
-            f"{_num(missed.get('copy_accuracy_last'), '.2f')} after {missed.get('steps')} window steps, target "
-            f"{_num(missed.get('copy_target'), '.2f')}): every later model starts from it, and the generated families' "
-            "held-out tasks need that copy, so no difference from the base is the expected outcome of this run, "
-            "not a finding about the training methods.\n")

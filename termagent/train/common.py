@@ -211,7 +211,9 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, *, 
     model_dir = Path(model_dir)
     if not (model_dir / "config.json").is_file():
         raise FileNotFoundError(f"{model_dir}: no config.json (expected a transformers model directory)")
-    dtype = torch.bfloat16 if has_cuda() and bf16_supported() else torch.float32  # CPU bf16: autocast, fp32 weights
+    # bf16 weights wherever bf16 computes (a GPU, or a CPU with bf16 instructions: 1.7-2.9x a fp32 LoRA step here,
+    # metrics/bench_bf16.json); the LoRA adapters PEFT adds stay fp32, so their AdamW updates are not rounded away
+    dtype = torch.bfloat16 if bf16_supported() else torch.float32
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype, use_kernels=False)
     if adapter_dir is not None:
         from peft import PeftModel

@@ -1,8 +1,7 @@
-"""The `warmup` stage: where GRPO starts. On the embedded profile a short SFT on the demos (the SFT code);
-on the H100 profile warmup is off and GRPO starts from the base model. Either way models/warmup/ holds
-`start.json`, which `resolve_start` reads: {"start_from": "adapter" | "base", "base": DIR, "adapter": DIR|null}.
-A fully fine-tuned warmup (`full_finetune`, the embedded profile) is a whole model: start_from "base" with
-base = models/warmup itself.
+"""The `warmup` stage: where GRPO and SFT start. On the embedded profile a short LoRA SFT on the demos (the SFT
+code): models/warmup is that adapter, which SFT continues and GRPO trains on; on the H100 profile warmup is off
+and both start from the base model. Either way models/warmup/ holds `start.json`, which `resolve_start` reads:
+{"start_from": "adapter" | "base", "base": DIR, "adapter": DIR|null}.
 """
 
 from __future__ import annotations
@@ -22,16 +21,12 @@ class WarmupParams(SFTParams):
     enabled: bool = False  # off: GRPO starts from the base model (the H100 profile); on: a short SFT on the demos
 
 
-def write_start(out_dir: str | Path, *, base_dir: str | Path, adapter: bool, metrics: dict | None = None,
-                full_model: bool = False) -> dict:
-    """`full_model`: the warmup wrote a whole model to `out_dir` (full fine-tuning): GRPO starts from it as
-    its base, with a fresh adapter."""
-    if full_model and adapter:
-        raise ValueError("write_start: a warmup is either an adapter or a full model, not both")
-    record = {"start_from": "adapter" if adapter else "base", "base": str(out_dir if full_model else base_dir),
+def write_start(out_dir: str | Path, *, base_dir: str | Path, adapter: bool, metrics: dict | None = None) -> dict:
+    """models/warmup/start.json: start from the adapter the warmup wrote to `out_dir`, or from the base."""
+    record = {"start_from": "adapter" if adapter else "base", "base": str(base_dir),
               "adapter": str(out_dir) if adapter else None, "metrics": metrics}
     out_dir = Path(out_dir)
-    if adapter or full_model:
+    if adapter:
         atomic.write_json(out_dir / START_FILE, record)
     else:
         with atomic.staged_dir(out_dir) as staging:  # no stale adapter may survive a switch to "off"
@@ -75,14 +70,15 @@ def resolve_start(warmup_dir: str | Path = "models/warmup") -> tuple[Path, Path 
 
 
 def resolve_base(path: str | Path) -> Path:
-    """The base model directory a stage given `path` trains on: a warmup directory (it holds start.json)
-    stands for the base it records (models/base when warmup is off or an adapter; the warmup's own full
-    model when it was fully fine-tuned); any other path is a model directory itself."""
+    """The base model directory under `path`: a warmup directory (it holds start.json) stands for the base it
+    records; any other path is a model directory itself."""
+    return resolve_start_model(path)[0]
+
+
+def resolve_start_model(path: str | Path) -> tuple[Path, Path | None]:
+    """(base model dir, adapter dir or None) a stage given `path` starts from: a warmup directory gives its
+    record (the base, and the warmup adapter when it trained one); any other path is a model directory."""
     path = Path(path)
     if (path / START_FILE).is_file():
-        base, adapter = resolve_start(path)
-        if adapter is not None:
-            raise ValueError(f"{path}: the warmup is an adapter; give its base ({base}) as the base model, "
-                             "or fully fine-tune the warmup (warmup.full_finetune)")
-        return base
-    return path
+        return resolve_start(path)
+    return path, None

@@ -4,6 +4,7 @@ DPO from the SFT adapter (the reference is the SFT policy; the adapter changes),
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -214,157 +215,24 @@ def test_warmup_off_records_start_from_base(tmp_path):
         resolve_start(tmp_path / "bad")
 
 
-def test_full_finetune_saves_a_full_model_that_is_the_base_of_later_adapters(tiny_model_dir, demos_file, tmp_path):
-    """Warmup with full_finetune (the embedded profile): every weight trains, models/warmup is a whole model
-    that start.json names as GRPO's base, and an SFT adapter trained on it is a standard PEFT adapter."""
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM
-
-    from termagent.train.warmup import resolve_base
+def test_the_warmup_adapter_is_where_sft_continues_and_grpo_starts(tiny_model_dir, demos_file, tmp_path):
+    """Warmup (a LoRA SFT on the demos): models/warmup is an adapter that start.json names; the sft stage given
+    --base models/warmup continues that adapter on the recorded base, and resolve_base gives the base."""
+    from termagent.train.warmup import resolve_base, resolve_start_model
 
     warmup = tmp_path / "warmup"
-    metrics = train_sft(tiny_model_dir, warmup, small_sft(demos_file, full_finetune=True, max_steps=2),
-                        metrics_dir=tmp_path / "wm")
-    assert metrics["adapter_tensors"] > 0 and metrics["adapter_tensors_changed"] == metrics["adapter_tensors"]
-    assert (warmup / "config.json").is_file() and not (warmup / "adapter_config.json").exists()
-    write_start(warmup, base_dir=tiny_model_dir, adapter=False, full_model=True)
-    assert (warmup / "model.safetensors").is_file()  # start.json was added, the model not wiped
-    assert resolve_start(warmup) == (warmup, None)
-    assert resolve_base(warmup) == warmup and resolve_base(tiny_model_dir) == tiny_model_dir
-    base_sd = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir)).state_dict()
-    warm_sd = AutoModelForCausalLM.from_pretrained(str(warmup)).state_dict()
-    assert any(not base_sd[k].equal(warm_sd[k]) for k in base_sd)
-    # the next stage: a LoRA adapter on the warmup model, loadable by PeftModel.from_pretrained
-    train_sft(resolve_base(warmup), tmp_path / "sft", small_sft(demos_file, max_steps=1), metrics_dir=tmp_path / "sm")
-    assert json.loads((tmp_path / "sft" / "adapter_config.json").read_text())["base_model_name_or_path"] == str(warmup)
-    PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(str(warmup)), str(tmp_path / "sft"))
-    with pytest.raises(ValueError, match="init_adapter"):
-        train_sft(tiny_model_dir, tmp_path / "x", small_sft(demos_file, full_finetune=True),
-                  metrics_dir=tmp_path / "xm", init_adapter=tmp_path / "sft")
-
-
-def test_context_windows_keep_each_assistant_turn_and_at_most_n_tokens_before_it(tiny_model_dir):
-    from termagent.train.sft import context_windows
-
-    tokenizer = load_tokenizer(tiny_model_dir)
-    full = tokenizer.apply_chat_template(CONVERSATION, tokenize=True, return_dict=True,
-                                         return_assistant_tokens_mask=True)
-    windows = context_windows(tokenizer, [CONVERSATION], context=8)
-    assert len(windows) == 2  # one per assistant turn
-    text = tokenizer.decode(full["input_ids"])
-    for window, reply in zip(windows, (REPLY_1, REPLY_2)):
-        mask = window["assistant_masks"]
-        assert len(window["input_ids"]) == len(mask) and mask.count(0) == 8  # exactly the 8 tokens before
-        target = tokenizer.decode([t for t, m in zip(window["input_ids"], mask) if m])
-        assert target == reply + "<|im_end|>"  # the loss is on this turn only, all of it
-        assert tokenizer.decode(window["input_ids"]) in text  # a contiguous slice of the conversation
-    # a context longer than the conversation keeps everything before the turn
-    first = context_windows(tokenizer, [CONVERSATION], context=10_000)[1]
-    assert first["input_ids"] == full["input_ids"][: len(first["input_ids"])]
-    assert sum(first["assistant_masks"]) == len(tokenizer(REPLY_2 + "<|im_end|>", add_special_tokens=False)["input_ids"])
-
-
-def test_window_phase_trains_first_and_its_curves_continue_into_the_conversations(tiny_model_dir, demos_file, tmp_path):
-    params = small_sft(demos_file, max_steps=2, window_epochs=1.0, window_context=16, window_batch_size=2,
-                       full_finetune=True, logging_steps=1)
-    metrics = train_sft(tiny_model_dir, tmp_path / "model", params, metrics_dir=tmp_path / "metrics")
-    assert metrics["windows"]["examples"] == 4 and metrics["windows"]["steps"] == 2
-    assert metrics["windows"]["first_loss"] is not None and metrics["global_steps"] == 2
-    # one series: the window steps 1-2, then the conversation steps shifted to 3-4
-    series = read_dvclive_series(tmp_path / "metrics")
-    assert [step for step, _ in series["loss"]] == [1, 2, 3, 4]
-    with pytest.raises(ValueError, match="window_batch_size"):
-        small_sft(demos_file, window_batch_size=0)
-
-
-
-def test_group_by_length_batches_windows_of_similar_length(tiny_model_dir, demos_file, tmp_path):
-    """group_by_length: the trainer samples through transformers' LengthGroupedSampler, whose batches hold
-    windows of similar lengths, so they carry less padding than random ones."""
-    from datasets import Dataset
-    from transformers.trainer_pt_utils import LengthGroupedSampler
-
-    from termagent.train.sft import _fit
-
-    tokenizer = load_tokenizer(tiny_model_dir)
-    # 64 windows, short and long in alternation: random pairs mix them half of the time
-    windows = [{"input_ids": [5] * n, "assistant_masks": [0] * 2 + [1] * (n - 2)} for _ in range(32) for n in (6, 60)]
-
-    def fit(grouped: bool):
-        return _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
-                    small_sft(demos_file, max_steps=1, full_finetune=True, group_by_length=grouped), tmp_path,
-                    stage="test", epochs=1.0, batch_size=2, accumulation=1, max_length=1024, learning_rate=1e-3,
-                    lr_scheduler_type="constant")[0]
-
-    assert not isinstance(fit(False)._get_train_sampler(), LengthGroupedSampler)
-    trainer = fit(True)
-    assert isinstance(trainer._get_train_sampler(), LengthGroupedSampler)
-    padded = sum(batch["input_ids"].numel() for batch in trainer.get_train_dataloader())
-    # 4 mega-batches of 16 windows, each sorted by length: at most one mixed pair in each
-    assert padded <= 32 * (60 + 6) + 4 * (60 - 6)
-
-
-def test_window_micro_batches_take_the_random_batch_step_with_less_padding(tiny_model_dir, demos_file, tmp_path):
-    """window_micro_batches: one optimizer step over the same 16 windows, as one padded batch or as 4
-    length-balanced micro-batches (transformers' BatchRebalanceSampler) with accumulated gradients, has the
-    same loss and gradient norm (the loss is normalised by the step's label tokens, not per micro-batch),
-    and the micro-batches carry far less padding."""
-    from datasets import Dataset
-    from transformers.trainer_pt_utils import BatchRebalanceSampler
-
-    from termagent.train.sft import _fit
-
-    tokenizer = load_tokenizer(tiny_model_dir)
-    windows = [{"input_ids": [5 + i % 7] * n, "assistant_masks": [0] * 2 + [1] * (n - 2)}
-               for i, n in enumerate([6, 60, 9, 45, 12, 30, 7, 52] * 2)]
-
-    def fit(micro_batches: int):
-        trainer, _, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
-                          small_sft(demos_file, max_steps=1, full_finetune=True, logging_steps=1), tmp_path,
-                          stage="test", epochs=1.0, batch_size=16, accumulation=1, max_length=1024,
-                          learning_rate=1e-3, lr_scheduler_type="constant", micro_batches=micro_batches)
-        step = next(h for h in trainer.state.log_history if "grad_norm" in h)
-        batches = list(trainer.get_train_dataloader())
-        return trainer, step, batches
-
-    _, plain, plain_batches = fit(1)
-    trainer, micro, micro_batches = fit(4)
-    assert isinstance(trainer._get_train_sampler(), BatchRebalanceSampler)
-    assert len(plain_batches) == 1 and len(micro_batches) == 4
-    assert sum(len(b["input_ids"]) for b in micro_batches) == 16  # every window once, in one step
-    assert micro["loss"] == pytest.approx(plain["loss"], rel=1e-4)
-    assert micro["grad_norm"] == pytest.approx(plain["grad_norm"], rel=1e-3)
-    padded = sum(b["input_ids"].numel() for b in micro_batches)
-    assert padded < 0.7 * plain_batches[0]["input_ids"].numel()  # 16 x 60 padded vs sorted groups
-    with pytest.raises(ValueError, match="divide window_batch_size"):
-        small_sft(demos_file, window_batch_size=16, window_micro_batches=3)
-
-
-def test_window_phase_has_its_own_rate_and_schedule(tiny_model_dir, demos_file, tmp_path):
-    params = small_sft(demos_file, max_steps=3, window_epochs=1.0, window_context=16, window_batch_size=1,
-                       full_finetune=True, logging_steps=1, learning_rate=1e-3, lr_scheduler_type="cosine",
-                       warmup_ratio=0.0, window_learning_rate=5e-3, window_lr_scheduler_type="constant")
-    train_sft(tiny_model_dir, tmp_path / "model", params, metrics_dir=tmp_path / "metrics")
-    rates = [rate for _, rate in read_dvclive_series(tmp_path / "metrics")["learning_rate"]]
-    assert rates[:3] == pytest.approx([5e-3] * 3)  # the window steps: constant at the window rate
-    assert rates[3] == pytest.approx(1e-3) and rates[4] < rates[3]  # the conversations: cosine from learning_rate
-
-
-def test_window_batches_carry_loss_on_their_turn_only(tiny_model_dir, demos_file, tmp_path):
-    """What reaches the loss in the window phase: the labels TRL builds from the windows' masks."""
-    from datasets import Dataset
-
-    from termagent.train.sft import _fit, context_windows
-
-    tokenizer = load_tokenizer(tiny_model_dir)
-    windows = context_windows(tokenizer, [CONVERSATION], context=8)
-    trainer, _, _ = _fit(load_model(tiny_model_dir, trainable=True), Dataset.from_list(windows), tokenizer,
-                      small_sft(demos_file, max_steps=1, full_finetune=True), tmp_path, stage="test", epochs=1.0,
-                      batch_size=2, accumulation=1, max_length=1024, learning_rate=1e-3,
-                      lr_scheduler_type="constant")
-    batch = trainer.data_collator([trainer.train_dataset[i] for i in range(2)])
-    for labels, reply in zip(batch["labels"], (REPLY_1, REPLY_2)):
-        assert tokenizer.decode(labels[labels != -100].tolist()) == reply + "<|im_end|>"
+    train_sft(tiny_model_dir, warmup, small_sft(demos_file, max_steps=1), metrics_dir=tmp_path / "wm")
+    write_start(warmup, base_dir=tiny_model_dir, adapter=True)
+    assert (warmup / "adapter_config.json").is_file() and (warmup / "start.json").is_file()
+    assert resolve_start_model(warmup) == (Path(tiny_model_dir), warmup)
+    assert resolve_base(warmup) == Path(tiny_model_dir) and resolve_start_model(tiny_model_dir) == (tiny_model_dir, None)
+    base, adapter = resolve_start_model(warmup)
+    metrics = train_sft(base, tmp_path / "sft", small_sft(demos_file, max_steps=1), metrics_dir=tmp_path / "sm",
+                        init_adapter=adapter)
+    assert metrics["adapter_tensors_changed"] == metrics["adapter_tensors"] > 0
+    warm = adapter_state(load_model(base, warmup))
+    sft = adapter_state(load_model(base, tmp_path / "sft"))
+    assert warm.keys() == sft.keys() and any(not warm[k].equal(sft[k]) for k in warm)
 
 
 def test_sft_refuses_a_max_length_that_cuts_every_reply_off(tiny_model_dir, demos_file, tmp_path):
