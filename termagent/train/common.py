@@ -64,7 +64,7 @@ class LoraParams:
 # first; with NUM_GPUS > 1 they re-exec under `accelerate launch` with configs/accelerate/*.yaml (DDP,
 # DeepSpeed ZeRO-2 (default), ZeRO-3). The writes that are not TRL's own go through is_main_process():
 # save_adapter, write_stage_metrics and plot_curves here, GRPO's timing/reward JSON and its run dirs,
-# MT-GRPO's rollout log. Not yet rank-aware (see the README's scale-out notes): GRPO's rollout log
+# MT-GRPO's rollout log. Not yet rank-aware (see the scale-out notes in docs/h100-profile.md): GRPO's rollout log
 # (each rank's reward function sees its own shard: a multi-GPU run logs rank 0's shard only), warmup's
 # start.json (written by the stage script after training, identical on every rank: an atomic write, last
 # one wins), and an adapter save under ZeRO-3 (parameters sharded: save_adapter on rank 0 alone would save
