@@ -57,7 +57,7 @@ CONVERSATION = [
 def base_tokenizer():
     """A small byte-level BPE with Qwen3's special tokens (<|im_start|>, <|im_end|>, <think>, </think>)."""
     texts = [m["content"] for m in CONVERSATION] * 4
-    return train_tokenizer(texts, vocab_size=600, split="qwen")
+    return train_tokenizer(texts, vocab_size=600)
 
 
 def with_template(base_tokenizer, template: str, install: bool = True):
