@@ -161,3 +161,13 @@ def test_every_stage_takes_params_and_profile_and_names_a_bad_profile(script):
                           "--profile", "nosuch"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert out.returncode != 0 and "profiles/nosuch.yaml: no such profile" in out.stderr, out.stderr
+
+
+def test_the_seed_profile_changes_every_training_seed_and_nothing_that_defines_the_tasks():
+    """profiles/seed1.yaml: a second run on the same tasks (paired), every training seed different."""
+    base, seeded = load_params(REPO / "params.yaml"), load_params(REPO / "params.yaml", REPO / "profiles/seed1.yaml")
+    changed = {k for k, v in leaves(seeded).items() if leaves(base).get(k) != v}
+    assert changed == {f"{s}.seed" for s in ("warmup", "sft", "dpo", "grpo", "mt_grpo", "curate")}
+    trained = [k for k in leaves(base) if k.endswith(".seed") and k.split(".")[0] in SECTIONS
+               and k.split(".")[0] not in ("generate", "agent", "report", "base_model")]
+    assert set(trained) <= changed, "a training seed the profile leaves as it was"
