@@ -199,20 +199,8 @@ class TmuxTerminal:
             f"tmux capture-pane -p -t {self.target}; echo {_SEPARATOR}; "
             f"set -- $info; tmux capture-pane -p -t {self.target} -S $(({mark} - $1)) -E $2"
         )
-        # Read-only, so safe to repeat: under load `docker exec` has returned an empty output with exit 0
-        # (twice in 258 oracle episodes at 6 containers on 2 cores, once in ~400 GRPO screen probes) and,
-        # once, an output without its head (the pane info line missing); a retry reads the same pane.
-        for attempt in range(CAPTURE_ATTEMPTS):
-            result = self.trial.exec(script, timeout=30)
-            parsed = _parse_capture(result.output) if result.rc != 3 else None
-            if parsed is not None:
-                break
-            if attempt + 1 < CAPTURE_ATTEMPTS:
-                log.warning("tmux capture came back empty, cut or failed (exit %s): retrying", result.rc)
-                time.sleep(0.2 * (attempt + 1))
-        else:
-            raise TerminalError(f"tmux capture failed {CAPTURE_ATTEMPTS} times (last exit {result.rc}): "
-                                f"{result.output[-1000:]}")
+        # Read-only, so safe to repeat (_exec_capture): a retry reads the same pane.
+        result, parsed = self._exec_capture(script, lambda r: _parse_capture(r.output) if r.rc != 3 else None)
         (history, cursor_y, alternate), head_lines, screen, since_mark = parsed
         seq = _parse_seq(head_lines[1:2])
         if seq:
@@ -232,6 +220,21 @@ class TmuxTerminal:
         return TurnOutput(text=limited, incremental=incremental, rc=rc,
                           truncated=limited != text or result.truncated)
 
+    def _exec_capture(self, script: str, parse):
+        """(exec result, parse(result)) of a read-only capture script, retried while `parse` returns None: under
+        load `docker exec` has returned an empty output with exit 0 (twice in 258 oracle episodes at 6 containers
+        on 2 cores, once in ~400 GRPO screen probes) and, once, an output without its head."""
+        for attempt in range(CAPTURE_ATTEMPTS):
+            result = self.trial.exec(script, timeout=30)
+            parsed = parse(result)
+            if parsed is not None:
+                return result, parsed
+            if attempt + 1 < CAPTURE_ATTEMPTS:
+                log.warning("tmux capture came back empty, cut or failed (exit %s): retrying", result.rc)
+                time.sleep(0.2 * (attempt + 1))
+        raise TerminalError(f"tmux capture failed {CAPTURE_ATTEMPTS} times (last exit {result.rc}): "
+                            f"{result.output[-1000:]}")
+
     def screen(self) -> str:
         """The visible screen now (does not move the new-output mark)."""
         result = self.trial.exec(f"tmux capture-pane -p -t {self.target}", timeout=30)
@@ -247,18 +250,12 @@ class TmuxTerminal:
                   f"tmux capture-pane -p -t {self.target} || exit 3; echo {_SEPARATOR}; "
                   f"tmux capture-pane -p -S - -t {self.target} || exit 3")
         marker = f"\n{_SEPARATOR}\n"
-        for attempt in range(CAPTURE_ATTEMPTS):
-            result = self.trial.exec(script, timeout=30)
-            parts = result.output.split(marker) if result.rc == 0 else []
-            if len(parts) == 3:
-                break
-            if attempt + 1 < CAPTURE_ATTEMPTS:
-                log.warning("tmux capture came back cut or failed (exit %s): retrying", result.rc)
-                time.sleep(0.2 * (attempt + 1))
-        else:
-            raise TerminalError(f"tmux capture failed {CAPTURE_ATTEMPTS} times (last exit {result.rc}): "
-                                f"{result.output[-1000:]}")
-        head, screen, buffer = parts
+
+        def split(r):
+            parts = r.output.split(marker) if r.rc == 0 else []
+            return parts if len(parts) == 3 else None
+
+        result, (head, screen, buffer) = self._exec_capture(script, split)
         screen += "\n"  # capture-pane ends every row with a newline; the marker took the last one
         seq = _parse_seq(head.strip().splitlines()[:1])
         if seq:

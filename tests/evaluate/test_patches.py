@@ -3,35 +3,21 @@ The wheel is fetched from PyPI once into ~/.cache/termagent; without network the
 
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 
-HARBOR_VERSION = "0.25.0"
 PATCHES = sorted((Path(__file__).resolve().parents[2] / "patches").glob("*.patch"))
-CACHE = Path.home() / ".cache" / "termagent" / "wheels"
 
 
 @pytest.fixture(scope="module")
-def harbor_source(tmp_path_factory):
+def harbor_source(tmp_path_factory, harbor_wheel):
+    """The pinned wheel (tests/conftest.py's harbor_wheel), unpacked."""
     if shutil.which("patch") is None:
         pytest.skip("the `patch` program is not installed")
-    wheels = list(CACHE.glob(f"harbor-{HARBOR_VERSION}-*.whl"))
-    if not wheels:
-        CACHE.mkdir(parents=True, exist_ok=True)
-        fetch = subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--python-version", "3.12",
-             "--only-binary=:all:", f"harbor=={HARBOR_VERSION}", "-d", str(CACHE)],
-            capture_output=True, text=True, timeout=120, check=False,
-        )
-        wheels = list(CACHE.glob(f"harbor-{HARBOR_VERSION}-*.whl"))
-        if fetch.returncode != 0 or not wheels:
-            pytest.skip(f"cannot fetch the harbor=={HARBOR_VERSION} wheel (no PyPI access?): "
-                        f"{fetch.stderr.strip().splitlines()[-1:] or fetch.returncode}")
     root = tmp_path_factory.mktemp("harbor")
-    with zipfile.ZipFile(wheels[0]) as whl:
+    with zipfile.ZipFile(harbor_wheel) as whl:
         whl.extractall(root)
     return root
 
