@@ -29,14 +29,14 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     "sft.datasets": "CPU profile: the demos plus the API-ranked set built from our own GRPO rollouts",
     **{f"dpo.{key}": "CPU profile: short pairs, a high rate and small accumulation for a handful of pairs"
        for key in ("max_length", "learning_rate", "gradient_accumulation_steps")},
-    "dpo.num_train_epochs": "CPU profile: a 6-step GRPO run yields a handful of pairs; two epochs are two steps",
+    "dpo.num_train_epochs": "CPU profile: a 3-step GRPO run yields a handful of pairs; two epochs are two steps",
     "dpo.warmup_ratio": "CPU profile: in a run of a few steps the warmup's first step has learning rate 0",
     "dpo.skip_if_empty": "CPU profile: a short GRPO run may yield no pair; the SFT adapter then passes through",
     "grpo.num_generations": "CPU profile: groups of 4 (8 on the H100) keep a step within a minute or two on 2 cores",
     "grpo.gradient_accumulation_steps": "CPU profile: 4 x 2 = 2 prompts x 4 replies per step",
     "grpo.round2.gradient_accumulation_steps": "CPU profile: round 2's group of 16 needs 4 x 4 per step",
-    "grpo.max_steps": "CPU profile: 6 steps (the H100 runs 200)",
-    "grpo.learning_rate": "CPU profile: 4x the H100's 5e-6 so 6 steps move the warmup adapter",
+    "grpo.max_steps": "CPU profile: 3 steps (the H100 runs 200)",
+    "grpo.learning_rate": "CPU profile: 4x the H100's 5e-6 so 3 steps move the warmup adapter",
     "grpo.max_prompt_length": "CPU profile: SmolLM2's first prompts are at most 1,232 tokens",
     "grpo.max_completion_length": "CPU profile: one JSON action, the agent's max_output_tokens; 2048 on the H100",
     "grpo.save_steps": "CPU profile: a checkpoint every 2 steps so a crash loses little",
@@ -49,10 +49,10 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                           "six evals of SmolLM2 within minutes",
     "eval.attempts": "CPU profile: one attempt per task; the paired bootstrap resamples tasks (5 on the H100)",
     "demos.concurrency": "CPU profile: oracle episodes mostly wait on the terminal; 6 containers keep 2 cores busy",
-    "mt_grpo.learning_rate": "CPU profile: 4x the H100 rate so 4 steps move the DPO adapter",
+    "mt_grpo.learning_rate": "CPU profile: 4x the H100 rate so 2 steps move the DPO adapter",
     "mt_grpo.micro_batch_size": "CPU profile: the 8 trajectories of a rollout batch in one forward/backward (no GPU "
                                 "memory to plan; the H100 profile trains them one at a time)",
-    **{f"mt_grpo.{key}": "CPU profile: 4 steps of 2 groups x 4 trajectories (8 episodes, one batched rollout) of at "
+    **{f"mt_grpo.{key}": "CPU profile: 2 steps of 2 groups x 4 trajectories (8 episodes, one batched rollout) of at "
                          "most 6 turns of 192 tokens"
        for key in ("max_steps", "num_generations", "tasks_per_step", "max_turns", "max_turn_tokens",
                    "max_completion_length")},
