@@ -54,8 +54,7 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                                 "memory to plan; the H100 profile trains them one at a time)",
     **{f"mt_grpo.{key}": "CPU profile: 2 steps of 2 groups x 4 trajectories (8 episodes, one batched rollout) of at "
                          "most 6 turns of 192 tokens"
-       for key in ("max_steps", "num_generations", "tasks_per_step", "max_turns", "max_turn_tokens",
-                   "max_completion_length")},
+       for key in ("num_generations", "tasks_per_step", "max_turns", "max_turn_tokens", "max_completion_length")},
     "datasets.fail_threshold": "CPU profile: pytest partial credit below 0.6 counts as failing, so a short GRPO run "
                                "yields DPO pairs (0.3 on the H100)",
 }
