@@ -50,8 +50,6 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     "eval.attempts": "CPU profile: one attempt per task; the paired bootstrap resamples tasks (5 on the H100)",
     "demos.concurrency": "CPU profile: oracle episodes mostly wait on the terminal; 6 containers keep 2 cores busy",
     "mt_grpo.learning_rate": "CPU profile: 4x the H100 rate so 2 steps move the DPO adapter",
-    "mt_grpo.micro_batch_size": "CPU profile: the 8 trajectories of a rollout batch in one forward/backward (no GPU "
-                                "memory to plan; the H100 profile trains them one at a time)",
     **{f"mt_grpo.{key}": "CPU profile: 2 steps of 2 groups x 4 trajectories (8 episodes, one batched rollout) of at "
                          "most 6 turns of 192 tokens"
        for key in ("num_generations", "tasks_per_step", "max_turns", "max_turn_tokens", "max_completion_length")},
