@@ -5,6 +5,7 @@ and the report leaves the warmup row out with the reason. (tests/test_pipeline_h
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def stage(script: str, *args: str, cwd: Path) -> str:
-    proc = subprocess.run([sys.executable, str(REPO / "stages" / script), *args], cwd=cwd, capture_output=True,
-                          text=True, check=False, env={"PYTHONPATH": str(REPO), "PATH": str(Path(sys.executable).parent)})
+    proc = subprocess.run([sys.executable, str(REPO / "stages" / script), *args], check=False, cwd=cwd,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
