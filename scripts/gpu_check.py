@@ -38,7 +38,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -224,6 +224,7 @@ def run_dpo(base: Path, sft_adapter: Path, work: Path, profile: dict, sizes: dic
     from termagent.train import memory
     from termagent.train.common import load_tokenizer
     from termagent.train.dpo import DPOParams, train_dpo
+    from termagent.train.sft import SFTParams
 
     tokenizer = load_tokenizer(base)
     rng = random.Random(1)
@@ -238,7 +239,7 @@ def run_dpo(base: Path, sft_adapter: Path, work: Path, profile: dict, sizes: dic
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     params = replace(section(profile, "dpo", DPOParams), dataset=str(data), max_steps=1, logging_steps=1,
                      warmup_ratio=0.0)
-    sft_lora = section(profile, "sft", __import__("termagent.train.sft", fromlist=["SFTParams"]).SFTParams).lora
+    sft_lora = section(profile, "sft", SFTParams).lora  # DPO trains the SFT adapter
     p = memory.plan("dpo", shape, seq_len=params.max_length, micro_batch=2 * params.per_device_train_batch_size,
                     checkpointing=True, lora_r=sft_lora.r, lora_targets=sft_lora.target_modules,
                     reference_forward=True, gpu_bytes=gpu)
@@ -389,7 +390,7 @@ def run_mt_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) 
     from termagent.train.mt_grpo import MTGRPOParams, make_trainer_class, mt_grpo_config, outcome_reward
 
     params = replace(section(profile, "mt_grpo", MTGRPOParams), use_vllm=False, max_steps=1)
-    p = memory.mt_grpo_plan({**__import__("dataclasses").asdict(params)}, shape, gpu)
+    p = memory.mt_grpo_plan(asdict(params), shape, gpu)
     tokenizer = load_tokenizer(base)
     rows = [{"prompt": f"task-{i}", "task_id": f"task-{i}"} for i in range(params.tasks_per_step)]
     reset_peak()
@@ -435,8 +436,10 @@ def main() -> int:
     parser.add_argument("--work", default=None, help="scratch directory for the model and adapters (default: a temp dir)")
     parser.add_argument("--parts", default="sft,sft_nockpt,dpo,grpo,mt_grpo")
     args = parser.parse_args()
+    import peft
     import torch
     import transformers
+    import trl
 
     from termagent.params import load_params
     from termagent.train import common, memory
@@ -462,8 +465,8 @@ def main() -> int:
               "gpu_memory_gib": round(gpu / 2**30, 1) if gpu else None, "dtype": str(dtype).replace("torch.", ""),
               "model_shape": shape_cfg, "sizes": sizes,
               "versions": {"torch": torch.__version__, "python": platform.python_version(),
-                           "transformers": transformers.__version__, "peft": __import__("peft").__version__,
-                           "trl": __import__("trl").__version__}, "parts": {}}
+                           "transformers": transformers.__version__, "peft": peft.__version__,
+                           "trl": trl.__version__}, "parts": {}}
     try:
         base = work / "base"
         result["base"] = build_base(base, shape_cfg, dtype, device)
