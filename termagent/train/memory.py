@@ -244,7 +244,8 @@ def mt_grpo_plan(mt: dict, shape: ModelShape, gpu_bytes: int | None) -> StagePla
     lora = mt.get("lora") or {}
     frac = float(mt.get("vllm_gpu_memory_utilization", 0.0)) if mt.get("use_vllm") else 0.0
     return plan("mt_grpo", shape, seq_len=int(mt["max_prompt_length"]) + int(mt["max_completion_length"]),
-                micro_batch=int(mt["micro_batch_size"]), checkpointing=bool(mt.get("gradient_checkpointing", True)),
+                micro_batch=int(mt["micro_batch_size"]) or int(mt["tasks_per_step"]) * int(mt["num_generations"]),
+                checkpointing=bool(mt.get("gradient_checkpointing", True)),
                 lora_r=int(lora.get("r", 64)), lora_targets=list(lora.get("target_modules", [])),
                 reserved_fraction=frac, gpu_bytes=gpu_bytes,
                 note="the first prompt is planned at mt_grpo.max_prompt_length tokens")

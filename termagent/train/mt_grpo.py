@@ -498,8 +498,7 @@ def check_memory(params: MTGRPOParams, model_dir: str | Path) -> None:
     if gpu is None:
         return
     shape = memory.ModelShape.from_dir(model_dir)
-    p = memory.mt_grpo_plan({**asdict(params), "micro_batch_size": params.micro_batch_size
-                             or params.tasks_per_step * params.num_generations}, shape, gpu)
+    p = memory.mt_grpo_plan(asdict(params), shape, gpu)  # micro_batch_size 0: the whole rollout batch
     log.info("mt_grpo memory plan: %s", p.as_dict())
     memory.require_fits(p, knobs="mt_grpo.micro_batch_size, max_completion_length, max_prompt_length or "
                         "vllm_gpu_memory_utilization (or turn gradient_checkpointing on)")

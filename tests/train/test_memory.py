@@ -114,6 +114,8 @@ def test_the_old_mt_grpo_shape_is_refused_before_loading():
     with pytest.raises(MemoryPlanError, match="mt_grpo.micro_batch_size"):
         require_fits(mt_grpo_plan(old, QWEN3_8B, 80 * GIB), knobs="mt_grpo.micro_batch_size")
     assert mt_grpo_plan(old, QWEN3_8B, 80 * GIB).total_gib > 1000
+    whole = mt_grpo_plan({**old, "micro_batch_size": 0}, QWEN3_8B, 80 * GIB)  # 0: the whole rollout batch
+    assert whole.micro_batch == params["tasks_per_step"] * params["num_generations"] == 32
 
 
 def test_mt_grpo_params_check_the_micro_batch_and_vllm_context():
