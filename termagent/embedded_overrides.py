@@ -15,14 +15,15 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
     "agent.max_turns": "CPU profile: 8 turns keep an eval within minutes (the demos take 4.1 on average)",
     "agent.max_output_tokens": "CPU profile: the demos' replies average 71 SmolLM2 tokens; the untrained base writes "
                                "to the cap every turn, so the cap sets base_eval's cost",
+    "agent.temperature": "CPU profile: greedy decoding, one attempt per task (the H100 samples 5 at 0.7): run 7's SFT "
+                         "adapter solved 3 of 40 eval_id tasks at 0.7 and 8 of 40 greedily (docs/experiments.md)",
     "agent.max_failed_replies": "CPU profile: the base model rarely writes a usable reply; 2 failed replies in a row "
                                 "end its episode instead of 8 turns at the cap (base_eval's cost)",
     # SmolLM2 with LoRA on 2 cores: a short, high-rate pass instead of DESIGN.md §4's 2 epochs at 8k tokens
     **{f"{stage}.{key}": "CPU profile: SmolLM2 LoRA on 2 cores: demos are 1.1 k tokens (median), 8 per optimizer "
                          "step, a rate for a few dozen steps (the 8B's is for thousands)"
        for stage in ("warmup", "sft") for key in ("max_length", "num_train_epochs", "max_steps", "learning_rate",
-                                                  "warmup_ratio", "per_device_train_batch_size",
-                                                  "gradient_accumulation_steps", "logging_steps", "lora.r",
+                                                  "warmup_ratio", "gradient_accumulation_steps", "logging_steps", "lora.r",
                                                   "lora.alpha")},
     "warmup.enabled": "CPU profile: SmolLM2 writes no usable Terminus reply zero-shot; GRPO needs a start that can "
                       "be scored",

@@ -105,7 +105,7 @@ def test_h100_profile_is_layered_not_read_whole(monkeypatch):
     monkeypatch.chdir(REPO)
     merged = load_params("params.yaml", profile="h100")
     assert merged["tasks"] == PARAMS["tasks"]  # a section the profile omits keeps params.yaml's values
-    assert merged["agent"]["max_turns"] == 50 and merged["agent"]["temperature"] == PARAMS["agent"]["temperature"]
+    assert merged["agent"]["max_turns"] == 50 and merged["agent"]["pane_width"] == PARAMS["agent"]["pane_width"]
     assert merged["sandbox"]["image_aliases"] == PARAMS["sandbox"]["image_aliases"]
 
 
