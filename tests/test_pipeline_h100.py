@@ -67,18 +67,28 @@ def test_the_warmup_says_it_was_off_and_every_consumer_started_from_the_base(pip
 
 
 def test_warmup_eval_evaluates_nothing_and_the_report_names_every_model(pipeline):
+    from termagent.evaluate.runner import passed_through
+
+    # DPO without a pair saves the SFT adapter unchanged: dpo_eval then evaluates nothing either
+    through = [m for m in TRAINED if passed_through(m, pipeline / "models")]
+    assert through in ([], ["dpo"])
+    for model in through:
+        record = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
+        assert record["evaluated"] is False and "models/sft unchanged, which sft_eval evaluates" in record["reason"]
+    trained = [m for m in TRAINED if m not in through]
+    evaluated = ["base", *trained]
     warmup = json.loads((pipeline / "metrics/eval/warmup.json").read_text())
     assert warmup["evaluated"] is False and "accuracy" not in warmup
     assert json.loads((pipeline / "data/eval/warmup/skipped.json").read_text())["evaluated"] is False
-    for model in EVALUATED:
+    for model in evaluated:
         metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
         assert metrics["n_attempts"] >= 1 and set(metrics["by_split"]) == {"eval", "eval_id", "eval_ood"}, model
     summary = json.loads((pipeline / "metrics/summary.json").read_text())
-    assert sorted(summary["models"]) == sorted(EVALUATED)
-    assert sorted(summary["comparisons"]) == sorted(TRAINED)
-    assert list(summary["not_evaluated"]) == ["warmup"]
+    assert sorted(summary["models"]) == sorted(evaluated)
+    assert sorted(summary["comparisons"]) == sorted(trained)
+    assert sorted(summary["not_evaluated"]) == sorted(["warmup", *through])
     comparison = (pipeline / "reports/comparison.md").read_text()
-    for model in TRAINED:
+    for model in trained:
         assert f"| {model} |" in comparison, model
     assert "`warmup`: models/warmup trained no model of its own" in comparison
     assert "| warmup | **off**: warmup.enabled false" in comparison  # the training section

@@ -12,7 +12,8 @@ TerminusAgent; the policy is models/base (+ models/<model> when that is an adapt
 official harness (Python >= 3.12, internet). Writes metrics_path and out_dir (trajectories, index.json,
 index.html); the metrics carry `by_split`, the same fields per split group. Returns the metrics.
 A model stage that trained nothing (the warmup with `warmup.enabled: false`: models/warmup holds only
-start.json) is not evaluated: both outputs say so (`evaluated: false` and why), with no number.
+start.json; DPO without a pair, which saves the SFT adapter unchanged) is not evaluated: both outputs say so
+(`evaluated: false` and why), with no number.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from termagent.evaluate.runner import (
     local_protocol,
     model_dirs,
     official_protocol,
+    passed_through,
     policy_spec,
     run_local_eval,
     shared_policy,
@@ -42,6 +44,12 @@ def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_
     """`agent`: AgentConfig; `sandbox`: SandboxParams (the runner's knobs); `serve`: ServeConfig."""
     if (start := untrained_start(model)) is not None:
         return write_not_evaluated(model, start, out_dir=out_dir, metrics_path=metrics_path, log=log)
+    if (manifest := passed_through(model)) is not None:
+        start = Path(manifest["init_adapter"]).name
+        reason = (f"models/{model} trained nothing of its own ({manifest['skipped']}): it is the adapter of "
+                  f"{manifest['init_adapter']} unchanged, which {start}_eval evaluates")
+        return write_not_evaluated(model, manifest, out_dir=out_dir, metrics_path=metrics_path, log=log,
+                                   reason=reason)
     out_dir.mkdir(parents=True, exist_ok=True)
     if cfg.backend == "local":
         return _evaluate_local(model, cfg, agent, sandbox, serve, tasks_index, image_record, out_dir,
@@ -50,14 +58,14 @@ def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_
 
 
 def write_not_evaluated(model: str, start: dict, *, out_dir: Path, metrics_path: Path,
-                        log: Callable[[str], None] = print) -> dict[str, Any]:
+                        log: Callable[[str], None] = print, reason: str | None = None) -> dict[str, Any]:
     """The eval stage of a model that was never trained (`untrained_start`): its declared outputs say so and
     carry no number (`evaluated: false`, the reason, the start record); the report leaves the model out and
     says why. Returns that record."""
     from termagent import atomic
 
-    reason = (f"models/{model} trained no model of its own (start.json: start from {start.get('base')}), so "
-              f"there is nothing to evaluate: that model is base_eval's")
+    reason = reason or (f"models/{model} trained no model of its own (start.json: start from {start.get('base')}), "
+                        f"so there is nothing to evaluate: that model is base_eval's")
     record = {"model": model, "evaluated": False, "reason": reason, "start": start}
     with atomic.staged_dir(out_dir) as staging:  # no trajectory of an earlier run survives
         atomic.write_json(staging / "skipped.json", record)

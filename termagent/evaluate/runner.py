@@ -164,6 +164,22 @@ def untrained_start(model: str, models_dir: Path = Path("models")) -> dict | Non
     return record if isinstance(record, dict) and record.get("start_from") == "base" else None
 
 
+def passed_through(model: str, models_dir: Path = Path("models")) -> dict | None:
+    """The manifest of a model stage that trained nothing and saved the adapter it started from unchanged (DPO
+    with `dpo.skip_if_empty` and no pair: `"skipped"` + `"init_adapter"`); None for any other model. Its eval
+    stage evaluates nothing: the adapter is that start's, which that start's own eval stage evaluates."""
+    manifest = Path(models_dir) / model / "manifest.json"
+    if model == "base" or not manifest.is_file():
+        return None
+    try:
+        record = json.loads(manifest.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{manifest}: not valid JSON: {e}") from None
+    if isinstance(record, dict) and record.get("skipped") and record.get("init_adapter"):
+        return record
+    return None
+
+
 def model_dirs(model: str, models_dir: Path = Path("models")) -> tuple[Path, Path | None]:
     """(base model directory, adapter directory or None) for a model name: "base" is models/base;
     any other name is models/<name>, an adapter (adapter_config.json) on the base it names

@@ -49,8 +49,10 @@ class HFPolicy(Policy):
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        from termagent import allocator
         from termagent.precision import generation_dtype
 
+        allocator.configure()  # CPU: freed KV/logit blocks stay in the heap for the next call (allocator.py)
         self.model_dir = Path(model_dir)
         if not (self.model_dir / "config.json").is_file():
             raise PolicyError(f"hf policy: {self.model_dir} has no config.json (not a transformers model dir)")

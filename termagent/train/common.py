@@ -146,6 +146,10 @@ def vllm_kwargs(section: str, *, use_vllm: bool, mode: str, gpu_memory_utilizati
 
 
 def seed_everything(seed: int) -> None:
+    """Seed Python, torch and numpy; every trainer calls it first, so it also sets the CPU allocator (allocator.py)."""
+    from termagent import allocator
+
+    allocator.configure()
     random.seed(seed)
     torch.manual_seed(seed)
     try:
@@ -412,9 +416,12 @@ class StageTimer:
 def environment() -> dict[str, Any]:
     import transformers
 
+    from termagent import allocator
+
     env = {"python": platform.python_version(), "torch": torch.__version__,
            "transformers": transformers.__version__, "device": "cuda" if has_cuda() else "cpu",
-           "torch_threads": torch.get_num_threads(), "bf16": bf16_supported(), "cpu_bf16_flags": cpu_bf16_flags()}
+           "torch_threads": torch.get_num_threads(), "bf16": bf16_supported(), "cpu_bf16_flags": cpu_bf16_flags(),
+           "malloc": allocator.configure()["mode"]}
     for name in ("trl", "peft"):
         try:
             env[name] = __import__(name).__version__

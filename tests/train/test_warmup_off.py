@@ -75,3 +75,33 @@ def test_a_trained_warmup_is_evaluated(tmp_path):
         (tmp_path / name / "start.json").write_text(json.dumps({"start_from": "base", "base": str(tmp_path / name)}))
         (tmp_path / name / marker).write_text("{}")
         assert untrained_start(name, tmp_path) is None
+
+
+def test_dpo_without_a_pair_is_not_evaluated_again_and_the_report_says_whose_it_is(tmp_path, monkeypatch):
+    # DPO with skip_if_empty and no pair saves the SFT adapter unchanged (manifest "skipped" + init_adapter):
+    # evaluating it again would re-run sft_eval (greedily, the very same episodes)
+    monkeypatch.chdir(tmp_path)
+    Path("params.yaml").write_text(yaml.safe_dump({"report": {"n_resamples": 100}}))
+    dpo = Path("models/dpo")
+    dpo.mkdir(parents=True)
+    (dpo / "adapter_config.json").write_text("{}")
+    (dpo / "manifest.json").write_text(json.dumps({"stage": "dpo", "skipped": "empty input",
+                                                   "init_adapter": "models/sft", "pairs": {"used": 0}}))
+    (Path("models/sft")).mkdir()
+    (Path("models/sft/manifest.json")).write_text(json.dumps({"stage": "sft", "init_adapter": "models/warmup"}))
+    from termagent.evaluate.runner import passed_through
+
+    assert passed_through("dpo")["init_adapter"] == "models/sft"
+    assert passed_through("sft") is None and passed_through("base") is None  # a trained adapter is evaluated
+    record = evaluate_model("dpo", None, agent=None, sandbox=None, serve=None, tasks_index=Path("data/tasks.json"),
+                            image_record=Path("data/image.json"), out_dir=Path("data/eval/dpo"),
+                            metrics_path=Path("metrics/eval/dpo.json"), log=lambda _: None)
+    assert record["evaluated"] is False and "accuracy" not in record
+    assert record["reason"] == ("models/dpo trained nothing of its own (empty input): it is the adapter of "
+                                "models/sft unchanged, which sft_eval evaluates")
+    base_metrics(tmp_path / "metrics/eval/base.json")
+    out = stage("report.py", "metrics/eval/base.json", "metrics/eval/dpo.json", "--summary", "metrics/summary.json",
+                "--reports", "reports", cwd=tmp_path)
+    assert "dpo: not evaluated" in out
+    assert list(json.loads(Path("metrics/summary.json").read_text())["not_evaluated"]) == ["dpo"]
+    assert "`dpo`: models/dpo trained nothing of its own" in Path("reports/comparison.md").read_text()
