@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= mt_grpo_eval report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator
 
 setup:
 	@bash scripts/setup.sh
@@ -59,6 +59,9 @@ bench-batching: setup
 # fp32 vs bf16 (CPU autocast, bf16 weights) on models/base: a LoRA step and batched generation, one run.
 bench-bf16: setup
 	nice $(PY) scripts/bench_bf16.py --out metrics/bench_bf16.json
+
+bench-allocator: setup
+	$(PY) scripts/bench_allocator.py --out metrics/bench_allocator.json
 
 bench-kv-cache: setup
 	$(PY) scripts/bench_kv_cache.py --out metrics/bench_kv_cache.json
