@@ -26,6 +26,9 @@ from termagent.params import ParamsError, merge_profile, profile_path
 def main(name: str, params_path: str) -> None:
     yaml = YAML()
     yaml.preserve_quotes = True
+    yaml.width = 4096  # keep every line as written (ruamel folds long flow lists at 80 columns)
+    # null stays `null` (ruamel writes an empty value, which reads the same but not as the file had it)
+    yaml.representer.add_representer(type(None), lambda r, _: r.represent_scalar("tag:yaml.org,2002:null", "null"))
     try:
         path = profile_path(name)
         params = yaml.load(Path(params_path).read_text())
