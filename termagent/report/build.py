@@ -18,6 +18,11 @@ from termagent.report.compare import overlap_table, paired_bootstrap, solved_tas
 
 REQUIRED_FIELDS = ("n_tasks", "n_attempts", "accuracy", "accuracy_stderr", "per_task")
 
+# The model each stage trains from (dvc.yaml): warmup on the base, GRPO and SFT on the warmup, DPO on SFT, MT-GRPO
+# on DPO. A start that was not evaluated (a warmup that was off is the base; DPO without a pair is the SFT adapter)
+# is replaced by its own start, so every model is compared with the model it effectively continues.
+STARTS = {"warmup": "base", "grpo": "warmup", "sft": "warmup", "dpo": "sft", "mt_grpo": "dpo"}
+
 
 def _read_metrics(path: Path) -> dict:
     try:
@@ -102,8 +107,36 @@ def build_summary(
         "n_common_tasks": sum(len(g["tasks"]) for g in overlap),
         "bootstrap": {"n_resamples": n_resamples, "confidence": confidence, "seed": seed},
         "by_split": by_split,
+        "against_start": start_comparisons(metrics, n_resamples=n_resamples, confidence=confidence, seed=seed),
         "not_evaluated": dict(sorted((skipped or {}).items())),
     }
+
+
+def effective_start(model: str, evaluated: set[str]) -> str | None:
+    """The nearest evaluated model up `STARTS` from `model` (None for the base or an unknown name)."""
+    start = STARTS.get(model)
+    while start is not None and start not in evaluated:
+        start = STARTS.get(start)
+    return start
+
+
+def start_comparisons(metrics: dict[str, dict], *, n_resamples: int, confidence: float,
+                      seed: int) -> dict[str, dict]:
+    """{model: {"start", "all", "by_split": {group: comparison}}}: each trained model against the model it starts
+    from (`effective_start`), paired over the tasks both ran, overall and per held-out group: what each stage
+    added, with its CI."""
+    out: dict[str, dict] = {}
+    for model in sorted(metrics):
+        start = effective_start(model, set(metrics))
+        if start is None:
+            continue
+        m, s = metrics[model], metrics[start]
+        kw = {"model": model, "base": start, "n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+        groups = sorted(set(m.get("by_split") or {}) & set(s.get("by_split") or {}))
+        out[model] = {"start": start, "all": asdict(paired_bootstrap(m["per_task"], s["per_task"], **kw)),
+                      "by_split": {g: asdict(paired_bootstrap(m["by_split"][g]["per_task"],
+                                                              s["by_split"][g]["per_task"], **kw)) for g in groups}}
+    return out
 
 
 def split_comparisons(metrics: dict[str, dict], *, base: str, n_resamples: int, confidence: float,
@@ -160,6 +193,10 @@ def _not_evaluated_lines(summary: dict) -> list[str]:
             + ".", ""]
 
 
+def _verdict(c: dict) -> str:
+    return "better" if c["ci_low"] > 0 else "worse" if c["ci_high"] < 0 else "no detectable difference"
+
+
 def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) -> str:
     """The comparison tables; with `training` ({stage: train.json}), a closing section with what the training
     stages reported (termagent.report.training)."""
@@ -200,6 +237,17 @@ def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) 
             base_g = g["models"].get(summary["base"], {})
             lines.append(f"| (base only: accuracy {base_g.get('accuracy', 0):.3f} on {base_g.get('n_tasks', 0)} tasks) "
                          "| | | | | | | | |")
+    if against := summary.get("against_start"):
+        lines += ["", "## Each model against the model it starts from", "",
+                  "What each stage added to the model it trained from (a start that was not evaluated is replaced by "
+                  "its own start), paired over the same tasks.", "",
+                  "| model | start | group | tasks | accuracy | start's | diff | CI low | CI high | verdict |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for m, a in against.items():
+            for group, c in [("all", a["all"]), *a["by_split"].items()]:
+                lines.append(
+                    f"| {m} | {a['start']} | {group} | {c['n_tasks']} | {c['accuracy']:.3f} | {c['base_accuracy']:.3f} "
+                    f"| {c['diff']:+.3f} | {c['ci_low']:+.3f} | {c['ci_high']:+.3f} | {_verdict(c)} |")
     if section := training_markdown(training):
         lines += ["", section.rstrip("\n")]
     return "\n".join(lines) + "\n"
@@ -269,6 +317,12 @@ def metrics_view(summary: dict) -> dict:
         "n_common_tasks": summary["n_common_tasks"],
         "bootstrap": summary["bootstrap"],
         "not_evaluated": summary.get("not_evaluated") or {},
+        "against_start": {
+            m: {"start": a["start"],
+                **{group: {k: v for k, v in c.items() if k not in ("model", "base")}
+                   for group, c in [("all", a["all"]), *a["by_split"].items()]}}
+            for m, a in (summary.get("against_start") or {}).items()
+        },
         "by_split": {
             group: {"models": g["models"],
                     "comparisons": {m: {k: v for k, v in c.items() if k not in ("model", "base")}

@@ -34,3 +34,29 @@ def test_metrics_without_groups_still_report():
     plain = {"n_tasks": 2, "n_attempts": 1, "accuracy": 0.5, "accuracy_stderr": 0.0, "per_task": {"a": 1.0, "b": 0.0}}
     summary = build_summary({"base": plain, "x": plain}, base="base", n_resamples=100, confidence=0.9, seed=0)
     assert summary["by_split"] == {}
+
+
+def test_each_model_is_compared_with_the_model_it_starts_from():
+    ids = [f"f-{i}" for i in range(12)]
+    oods = [f"o-{i}" for i in range(4)]
+
+    def rated(model, solved):  # the first `solved` eval_id tasks pass
+        return metrics(model, {t: float(i < solved) for i, t in enumerate(ids)}, dict.fromkeys(oods, 0.0))
+
+    # dpo was not evaluated (no pair: the SFT adapter), so mt_grpo is compared with sft
+    evaluated = {"base": rated("base", 0), "warmup": rated("warmup", 2), "grpo": rated("grpo", 2),
+                 "sft": rated("sft", 10), "mt_grpo": rated("mt_grpo", 10)}
+    summary = build_summary(evaluated, base="base", n_resamples=500, confidence=0.95, seed=0)
+    against = summary["against_start"]
+    assert {m: a["start"] for m, a in against.items()} == {"warmup": "base", "grpo": "warmup", "sft": "warmup",
+                                                           "mt_grpo": "sft"}
+    assert against["sft"]["by_split"]["eval_id"]["diff"] == 8 / 12 and against["sft"]["by_split"]["eval_id"]["ci_low"] > 0
+    assert against["grpo"]["all"]["diff"] == 0.0 and against["mt_grpo"]["all"]["ci_low"] == 0.0
+    text = comparison_markdown(summary)
+    assert "| sft | warmup | eval_id | 12 | 0.833 | 0.167 | +0.667 |" in text
+    assert "| mt_grpo | sft | all |" in text
+    assert metrics_view(summary)["against_start"]["sft"]["eval_id"]["n_tasks"] == 12
+    # a warmup that was off: GRPO and SFT are compared with the base
+    off = build_summary({k: v for k, v in evaluated.items() if k != "warmup"}, base="base", n_resamples=100,
+                        confidence=0.95, seed=0)["against_start"]
+    assert off["grpo"]["start"] == "base" and off["sft"]["start"] == "base"
