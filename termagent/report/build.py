@@ -239,8 +239,8 @@ def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) 
                          "| | | | | | | | |")
     if against := summary.get("against_start"):
         lines += ["", "## Each model against the model it starts from", "",
-                  "What each stage added to the model it trained from (a start that was not evaluated is replaced by "
-                  "its own start), paired over the same tasks.", "",
+                  ("What each stage added to the model it trained from (a start that was not evaluated is replaced "
+                   "by its own start), paired over the same tasks."), "",
                   "| model | start | group | tasks | accuracy | start's | diff | CI low | CI high | verdict |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for m, a in against.items():
