@@ -157,11 +157,15 @@ def untrained_start(model: str, models_dir: Path = Path("models")) -> dict | Non
     if model == "base" or not start.is_file() or any((target / f).is_file()
                                                      for f in ("config.json", "adapter_config.json")):
         return None
-    try:
-        record = json.loads(start.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{start}: not valid JSON: {e}") from None
+    record = _json_record(start)
     return record if isinstance(record, dict) and record.get("start_from") == "base" else None
+
+
+def _json_record(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e}") from None
 
 
 def passed_through(model: str, models_dir: Path = Path("models")) -> dict | None:
@@ -171,10 +175,7 @@ def passed_through(model: str, models_dir: Path = Path("models")) -> dict | None
     manifest = Path(models_dir) / model / "manifest.json"
     if model == "base" or not manifest.is_file():
         return None
-    try:
-        record = json.loads(manifest.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{manifest}: not valid JSON: {e}") from None
+    record = _json_record(manifest)
     if isinstance(record, dict) and record.get("skipped") and record.get("init_adapter"):
         return record
     return None

@@ -212,15 +212,9 @@ def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) 
              "| model | tasks | accuracy | base | diff | CI low | CI high | P(diff ≤ 0) | verdict |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for m, c in summary["comparisons"].items():
-        if c["ci_low"] > 0:
-            verdict = "better"
-        elif c["ci_high"] < 0:
-            verdict = "worse"
-        else:
-            verdict = "no detectable difference"
         lines.append(
             f"| {m} | {c['n_tasks']} | {c['accuracy']:.3f} | {c['base_accuracy']:.3f} | {c['diff']:+.3f} "
-            f"| {c['ci_low']:+.3f} | {c['ci_high']:+.3f} | {c['p_not_better']:.3f} | {verdict} |"
+            f"| {c['ci_low']:+.3f} | {c['ci_high']:+.3f} | {c['p_not_better']:.3f} | {_verdict(c)} |"
         )
     if not summary["comparisons"]:
         lines.append("| (only the base model has been evaluated) | | | | | | | | |")
@@ -229,10 +223,9 @@ def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) 
                   "| model | tasks | accuracy | base | diff | CI low | CI high | P(diff ≤ 0) | verdict |",
                   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for m, c in g["comparisons"].items():
-            verdict = "better" if c["ci_low"] > 0 else "worse" if c["ci_high"] < 0 else "no detectable difference"
             lines.append(
                 f"| {m} | {c['n_tasks']} | {c['accuracy']:.3f} | {c['base_accuracy']:.3f} | {c['diff']:+.3f} "
-                f"| {c['ci_low']:+.3f} | {c['ci_high']:+.3f} | {c['p_not_better']:.3f} | {verdict} |")
+                f"| {c['ci_low']:+.3f} | {c['ci_high']:+.3f} | {c['p_not_better']:.3f} | {_verdict(c)} |")
         if not g["comparisons"]:
             base_g = g["models"].get(summary["base"], {})
             lines.append(f"| (base only: accuracy {base_g.get('accuracy', 0):.3f} on {base_g.get('n_tasks', 0)} tasks) "
