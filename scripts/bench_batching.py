@@ -33,10 +33,12 @@ REPO = Path(__file__).resolve().parents[1]
 from termagent import atomic
 from termagent.agent import AgentConfig, TerminusAgent
 from termagent.evaluate.config import EvalConfig
-from termagent.evaluate.runner import SerializedPolicy, policy_spec, run_local_eval
+from termagent.evaluate.trajectories import run_local_eval
+from termagent.models.artifact import ModelArtifact
 from termagent.params import load_params, section
-from termagent.policy import make_policy
+from termagent.policy import HFSpec, make_policy
 from termagent.policy.batching import BatchingPolicy
+from termagent.policy.shared import SerializedPolicy
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
@@ -44,7 +46,9 @@ from termagent.tasks.index import tasks_in_split
 
 def run_mode(mode: str, *, model: str, tasks, agent_cfg, sandbox_params, image: str, attempts: int,
              concurrency: int) -> dict:
-    backend = make_policy(policy_spec(model, prefix_cache=0 if mode == "serialised" else 2 * concurrency))
+    artifact = ModelArtifact.open(model)
+    backend = make_policy(HFSpec(model_dir=artifact.base, adapter=artifact.adapter,
+                                 prefix_cache=0 if mode == "serialised" else 2 * concurrency))
     generated = count_generated_tokens(backend)
     policy = BatchingPolicy(backend) if mode == "batched" else SerializedPolicy(backend)
     config = sandbox_params.sandbox_config(image)

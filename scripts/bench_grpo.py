@@ -23,6 +23,7 @@ import torch
 
 from termagent import atomic
 from termagent.agent.config import AgentConfig
+from termagent.models.artifact import write_start
 from termagent.params import load_params, section
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
@@ -30,7 +31,6 @@ from termagent.tasks.index import tasks_in_split
 from termagent.train.common import environment, fit_completions, load_model, load_tokenizer
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
 from termagent.train.single_turn import EnvConfig, SingleTurnEnv
-from termagent.train.warmup import write_start
 
 
 def compact_reply(keystrokes: str) -> str:

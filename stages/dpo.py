@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
+from termagent.models.artifact import resolve_base
 from termagent.params import profile_option, read_sections
 from termagent.train.common import relaunch_distributed
 from termagent.train.dpo import DPOParams, train_dpo
-from termagent.train.warmup import resolve_base
 
 
 @click.command()

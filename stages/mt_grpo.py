@@ -19,11 +19,11 @@ from pathlib import Path
 import click
 
 from termagent.agent.config import AgentConfig
+from termagent.models.artifact import resolve_base
 from termagent.params import profile_option, read_sections
 from termagent.sandbox.settings import SandboxParams
 from termagent.train.common import relaunch_distributed
 from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
-from termagent.train.warmup import resolve_base
 
 P = click.Path(path_type=Path)
 

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import click
 
+from termagent.models.artifact import resolve_start_model, write_start
 from termagent.params import profile_option, read_sections
 from termagent.train.common import relaunch_distributed
 from termagent.train.sft import SFTParams, train_sft
-from termagent.train.warmup import WarmupParams, resolve_start_model, write_disabled, write_start
+from termagent.train.warmup import WarmupParams, write_disabled
 
 
 @click.command()

@@ -67,7 +67,7 @@ def test_the_warmup_says_it_was_off_and_every_consumer_started_from_the_base(pip
 
 
 def test_warmup_eval_evaluates_nothing_and_the_report_names_every_model(pipeline):
-    from termagent.evaluate.runner import passed_through
+    from termagent.models.artifact import passed_through
 
     # DPO without a pair saves the SFT adapter unchanged: dpo_eval then evaluates nothing either
     through = [m for m in TRAINED if passed_through(m, pipeline / "models")]

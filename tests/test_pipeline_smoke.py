@@ -49,7 +49,7 @@ def pipeline(tmp_path_factory) -> Path:
 
 
 def test_every_stage_ran_and_every_model_was_evaluated_per_split_group(pipeline):
-    from termagent.evaluate.runner import passed_through
+    from termagent.models.artifact import passed_through
 
     for model in MODELS:
         metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())

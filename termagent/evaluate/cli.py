@@ -58,7 +58,7 @@ def convert(kind: str, run_dir: Path, model: str, out: Path, viewer_dir: Path | 
     """Convert a Harbor job directory or a TB1 run directory into our metrics schema."""
     from termagent.evaluate.harbor import convert_harbor_job
     from termagent.evaluate.metrics import compute_metrics
-    from termagent.evaluate.runner import write_eval_outputs, write_json
+    from termagent.evaluate.outputs import write_eval_outputs, write_json
     from termagent.evaluate.tb1 import convert_tb1_results
 
     try:

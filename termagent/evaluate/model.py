@@ -26,46 +26,32 @@ from pathlib import Path
 from typing import Any
 
 from termagent.evaluate.config import EvalConfig
-from termagent.evaluate.runner import (
-    local_protocol,
-    model_dirs,
-    official_protocol,
-    passed_through,
-    policy_spec,
-    run_local_eval,
-    shared_policy,
-    untrained_start,
-    write_eval_outputs,
-)
+from termagent.evaluate.outputs import local_protocol, official_protocol, write_eval_outputs
+from termagent.evaluate.trajectories import run_local_eval
+from termagent.models.artifact import ModelArtifact
 
 
 def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_index: Path, image_record: Path,
                    out_dir: Path, metrics_path: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
     """`agent`: AgentConfig; `sandbox`: SandboxParams (the runner's knobs); `serve`: ServeConfig."""
-    if (start := untrained_start(model)) is not None:
-        return write_not_evaluated(model, start, out_dir=out_dir, metrics_path=metrics_path, log=log)
-    if (manifest := passed_through(model)) is not None:
-        start = Path(manifest["init_adapter"]).name
-        reason = (f"models/{model} trained nothing of its own ({manifest['skipped']}): it is the adapter of "
-                  f"{manifest['init_adapter']} unchanged, which {start}_eval evaluates")
-        return write_not_evaluated(model, manifest, out_dir=out_dir, metrics_path=metrics_path, log=log,
-                                   reason=reason)
+    artifact = ModelArtifact.open(model)  # the one read of models/<model>
+    if (skip := artifact.not_evaluated()) is not None:
+        reason, start = skip
+        return write_not_evaluated(model, start, reason=reason, out_dir=out_dir, metrics_path=metrics_path, log=log)
     out_dir.mkdir(parents=True, exist_ok=True)
     if cfg.backend == "local":
-        return _evaluate_local(model, cfg, agent, sandbox, serve, tasks_index, image_record, out_dir,
+        return _evaluate_local(artifact, cfg, agent, sandbox, serve, tasks_index, image_record, out_dir,
                                metrics_path, log)
-    return _evaluate_official(model, cfg, serve, out_dir, metrics_path)
+    return _evaluate_official(artifact, cfg, serve, out_dir, metrics_path)
 
 
-def write_not_evaluated(model: str, start: dict, *, out_dir: Path, metrics_path: Path,
-                        log: Callable[[str], None] = print, reason: str | None = None) -> dict[str, Any]:
-    """The eval stage of a model that was never trained (`untrained_start`): its declared outputs say so and
-    carry no number (`evaluated: false`, the reason, the start record); the report leaves the model out and
-    says why. Returns that record."""
+def write_not_evaluated(model: str, start: dict, *, reason: str, out_dir: Path, metrics_path: Path,
+                        log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The eval stage of a model that trained nothing of its own (`ModelArtifact.not_evaluated`): its declared
+    outputs say so and carry no number (`evaluated: false`, the reason, the start record or manifest); the
+    report leaves the model out and says why. Returns that record."""
     from termagent import atomic
 
-    reason = reason or (f"models/{model} trained no model of its own (start.json: start from {start.get('base')}), "
-                        f"so there is nothing to evaluate: that model is base_eval's")
     record = {"model": model, "evaluated": False, "reason": reason, "start": start}
     with atomic.staged_dir(out_dir) as staging:  # no trajectory of an earlier run survives
         atomic.write_json(staging / "skipped.json", record)
@@ -74,11 +60,12 @@ def write_not_evaluated(model: str, start: dict, *, out_dir: Path, metrics_path:
     return record
 
 
-def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg, tasks_index: Path,
-                    image_record: Path, out_dir: Path, metrics_path: Path, log) -> dict[str, Any]:
+def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg,
+                    tasks_index: Path, image_record: Path, out_dir: Path, metrics_path: Path, log) -> dict[str, Any]:
     from termagent.agent import TerminusAgent
     from termagent.evaluate.splits import metrics_by_split, select_held_out
-    from termagent.policy import make_policy
+    from termagent.policy import HFSpec, OpenAISpec, make_policy
+    from termagent.policy.shared import shared_policy
     from termagent.sandbox import Sandbox
     from termagent.serve import serving
     from termagent.tasks.index import read_index, tasks_in_split
@@ -92,16 +79,16 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
     image = json.loads(Path(image_record).read_text())["image"]
     sandbox = Sandbox(sandbox_params.sandbox_config(image))
 
+    model, base, adapter = artifact.name, artifact.base, artifact.adapter
     with contextlib.ExitStack() as stack:
         if cfg.policy == "serve":
-            base, adapter = model_dirs(model)
             url = stack.enter_context(serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg,
                                               log_path=out_dir / "serve.log"))
             # The served model's own tokenizer counts the context (never a guess).
-            policy = make_policy(f"openai:{url}", tokenizer=str(base))
+            policy = make_policy(OpenAISpec(url=url, tokenizer=base))
         else:
-            policy = shared_policy(make_policy(policy_spec(model, prefix_cache=cfg.prefix_cache)), cfg.concurrency,
-                                   batched=cfg.batched)
+            spec = HFSpec(model_dir=base, adapter=adapter, prefix_cache=cfg.prefix_cache)
+            policy = shared_policy(make_policy(spec), cfg.concurrency, batched=cfg.batched)
         stack.callback(policy.close)
         agent = TerminusAgent(policy, agent_cfg)
         log(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")
@@ -115,13 +102,14 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
                               extra_metrics={"backend": "local", "split": cfg.split, "by_split": by_split})
 
 
-def _evaluate_official(model, cfg: EvalConfig, serve_cfg, out_dir: Path, metrics_path: Path) -> dict[str, Any]:
+def _evaluate_official(artifact: ModelArtifact, cfg: EvalConfig, serve_cfg, out_dir: Path,
+                       metrics_path: Path) -> dict[str, Any]:
     from termagent.evaluate import harbor, tb1
     from termagent.serve import serving
 
     # Fail before starting a server when the harness is missing.
     harbor.require_tool("harbor" if cfg.backend == "harbor" else "tb", "See patches/README.md.")
-    base, adapter = model_dirs(model)
+    model, base, adapter = artifact.name, artifact.base, artifact.adapter
     started = time.monotonic()
     with serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg) as url:
         served = harbor.served_model_id(url, adapter=adapter is not None)

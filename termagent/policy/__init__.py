@@ -1,5 +1,7 @@
-"""Generation backends behind one interface: `make_policy("hf:DIR" | "openai:URL" | "replay:FILE")`."""
+"""Generation backends behind one interface: `make_policy(HFSpec(...) | "hf:DIR" | "openai:URL" | "replay:FILE")`."""
 
-from termagent.policy.base import ContextLengthExceeded, Generation, Policy, PolicyError, make_policy
+from termagent.policy.base import ContextLengthExceeded, Generation, Policy, PolicyError
+from termagent.policy.spec import HFSpec, OpenAISpec, PolicySpec, ReplaySpec, make_policy, parse_spec
 
-__all__ = ["ContextLengthExceeded", "Generation", "Policy", "PolicyError", "make_policy"]
+__all__ = ["ContextLengthExceeded", "Generation", "HFSpec", "OpenAISpec", "Policy", "PolicyError", "PolicySpec",
+           "ReplaySpec", "make_policy", "parse_spec"]

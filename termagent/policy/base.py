@@ -2,15 +2,12 @@
 
 A policy turns a batch of chat conversations into one completion each. The agent loop, the
 demonstration builder and multi-turn RL all talk to a `Policy`, never to a backend directly, so
-that evaluation and training go through the same code.
-
-`make_policy("hf:DIR[,adapter=DIR]" | "openai:URL[,model=NAME,...]" | "replay:FILE", **kw)` builds one;
-options after the first comma are `key=value` pairs, and keyword arguments override them.
+that evaluation and training go through the same code. `termagent.policy.spec` says which one to build
+(`make_policy`); this module knows no backend.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from typing import Literal, Self
 
@@ -80,39 +77,3 @@ class Policy:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def parse_spec(spec: str) -> tuple[str, str, dict[str, str]]:
-    """"openai:http://h:8000/v1,model=m" -> ("openai", "http://h:8000/v1", {"model": "m"})."""
-    kind, sep, rest = spec.partition(":")
-    if not sep or not rest:
-        raise PolicyError(f"policy spec {spec!r}: expected KIND:TARGET, e.g. hf:models/base, "
-                          "openai:http://127.0.0.1:8000/v1, replay:completions.jsonl")
-    target, *options = rest.split(",")
-    opts: dict[str, str] = {}
-    for option in options:
-        key, eq, value = option.partition("=")
-        if not eq or not re.fullmatch(r"[a-z_]+", key.strip()):
-            raise PolicyError(f"policy spec {spec!r}: option {option!r} is not key=value")
-        opts[key.strip()] = value.strip()
-    return kind, target, opts
-
-
-def make_policy(spec: str, **kw) -> Policy:
-    """Build a policy from its spec. Keyword arguments (e.g. model=, tokenizer=, context_limit=)
-    override the spec's options; None values are ignored so CLI flags can be passed through as they are."""
-    kind, target, opts = parse_spec(spec)
-    opts.update({k: v for k, v in kw.items() if v is not None})
-    if kind == "hf":
-        from termagent.policy.hf import HFPolicy
-
-        return HFPolicy(target, **opts)
-    if kind == "openai":
-        from termagent.policy.openai_compat import OpenAIPolicy
-
-        return OpenAIPolicy(target, **opts)
-    if kind == "replay":
-        from termagent.policy.replay import ReplayPolicy
-
-        return ReplayPolicy(target, **opts)
-    raise PolicyError(f"policy spec {spec!r}: unknown kind {kind!r} (hf, openai, replay)")

@@ -1,7 +1,7 @@
 """In-process transformers generation (+ an optional PEFT adapter): the backend that returns token
 ids and logprobs, so RL can train on exactly the tokens that were sampled.
 
-Spec: `hf:MODEL_DIR[,adapter=ADAPTER_DIR][,context_limit=N][,device=cpu][,max_batch=8][,prefix_cache=16]`.
+Spec (termagent.policy.spec.HFSpec): `hf:MODEL_DIR[,adapter=ADAPTER_DIR][,context_limit=N][,device=cpu][,max_batch=8][,prefix_cache=16]`.
 `prefix_cache=N` (N > 0) decodes through `termagent.policy.kv.CachedDecoder`: the keys/values of the last N
 sequences are kept, so an episode's next call only prefills its new tokens, and a batch decodes without
 re-prefilling padded prompts. For fixed weights only (eval, demos); a training loop's model leaves it off.
@@ -39,12 +39,12 @@ class HFPolicy(Policy):
         model_dir: str | Path,
         adapter: str | Path | None = None,
         tokenizer: str | Path | None = None,
-        context_limit: int | str | None = None,
+        context_limit: int | None = None,
         device: str | None = None,
-        max_batch: int | str = 8,
-        top_k: int | str = 0,  # 0: sample from the whole distribution (vLLM's default, TRL's assumption)
+        max_batch: int = 8,
+        top_k: int = 0,  # 0: sample from the whole distribution (vLLM's default, TRL's assumption)
         name: str | None = None,
-        prefix_cache: int | str = 0,
+        prefix_cache: int = 0,
         dtype: str = "auto",
     ):
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -60,8 +60,8 @@ class HFPolicy(Policy):
         if self.adapter and not (self.adapter / "adapter_config.json").is_file():
             raise PolicyError(f"hf policy: adapter {self.adapter} has no adapter_config.json")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.max_batch = int(max_batch)
-        self.top_k = int(top_k)
+        self.max_batch = max_batch
+        self.top_k = top_k
         self.name = name or self.model_dir.name + (f"+{self.adapter.name}" if self.adapter else "")
 
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer or self.model_dir))
@@ -80,12 +80,12 @@ class HFPolicy(Policy):
             model = PeftModel.from_pretrained(model, str(self.adapter))
         self.model = model.to(self.device).eval()
 
-        self.context_limit = int(context_limit) if context_limit else self.model.config.max_position_embeddings
+        self.context_limit = context_limit or self.model.config.max_position_embeddings
         # A generated sequence ends at any of these (Qwen3 lists <|im_end|> and <|endoftext|>).
         eos = self.model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self.eos_ids = sorted({*eos, self.tokenizer.eos_token_id} - {None})
-        self.prefix_cache = int(prefix_cache)
+        self.prefix_cache = prefix_cache
         self._decoder = None
         if self.prefix_cache > 0:
             from termagent.policy.kv import CachedDecoder
@@ -101,7 +101,7 @@ class HFPolicy(Policy):
         self = cls.__new__(cls)
         self.model_dir, self.adapter, self.name = None, None, name
         self.device = str(next(model.parameters()).device)
-        self.max_batch, self.top_k = int(max_batch), int(top_k)
+        self.max_batch, self.top_k = max_batch, top_k
         self.tokenizer, self.model = tokenizer, model
         _install_template(self.tokenizer, "the trainer's tokenizer")
         from termagent.precision import generation_dtype
@@ -112,7 +112,7 @@ class HFPolicy(Policy):
         self.autocast_dtype = torch.bfloat16 if wanted == torch.bfloat16 and fp32_weights else None
         if self.tokenizer.pad_token_id is None:
             raise PolicyError("hf policy: the tokenizer has no pad token (set tokenizer.pad_token first)")
-        self.context_limit = int(context_limit) if context_limit else model.config.max_position_embeddings
+        self.context_limit = context_limit or model.config.max_position_embeddings
         eos = model.generation_config.eos_token_id
         eos = eos if isinstance(eos, list) else [eos] if eos is not None else []
         self.eos_ids = sorted({*eos, self.tokenizer.eos_token_id} - {None})

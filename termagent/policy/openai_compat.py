@@ -38,26 +38,26 @@ class OpenAIPolicy(Policy):
         url: str,
         model: str | None = None,
         tokenizer: str | Path | None = None,
-        context_limit: int | str | None = None,
+        context_limit: int | None = None,
         api_key_env: str = "OPENAI_API_KEY",
-        max_retries: int | str = 5,
-        timeout_s: float | str = 600.0,
-        concurrency: int | str = 8,
+        max_retries: int = 5,
+        timeout_s: float = 600.0,
+        concurrency: int = 8,
         name: str | None = None,
     ):
         url = url.rstrip("/")
         self.base_url = url if url.endswith("/v1") else url + "/v1"
         self.model = model
         self.api_key_env = api_key_env
-        self.max_retries = int(max_retries)
-        self.concurrency = max(1, int(concurrency))
+        self.max_retries = max_retries
+        self.concurrency = max(1, concurrency)
         self._explicit_name = name
-        self._explicit_limit = int(context_limit) if context_limit else None
+        self._explicit_limit = context_limit or None
         self._model_card: dict | None = None
         self._lock = threading.Lock()
         # The key is passed per request (`_sdk`), so the client holds a placeholder only.
         self._client = openai.OpenAI(base_url=self.base_url, api_key="unset", max_retries=self.max_retries,
-                                     timeout=httpx.Timeout(float(timeout_s), connect=10.0))
+                                     timeout=httpx.Timeout(timeout_s, connect=10.0))
         self.tokenizer = None
         if tokenizer:
             from transformers import AutoTokenizer

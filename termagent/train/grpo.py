@@ -340,6 +340,7 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
     `env_config`: the single-turn environment's EnvConfig (terminal from the agent section)."""
     from datasets import Dataset
 
+    from termagent.models.artifact import resolve_start
     from termagent.train.common import (
         StageTimer,
         adapter_state,
@@ -352,7 +353,6 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
         write_stage_metrics,
     )
     from termagent.train.single_turn import SingleTurnEnv
-    from termagent.train.warmup import resolve_start
 
     c = config.effective()
     timer = StageTimer()

@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from termagent.agent import AgentConfig, TerminusAgent
-from termagent.evaluate.runner import SerializedPolicy, run_local_eval, write_eval_outputs
+from termagent.evaluate.outputs import write_eval_outputs
+from termagent.evaluate.trajectories import run_local_eval
 from termagent.policy import make_policy
+from termagent.policy.shared import SerializedPolicy
 from termagent.tasks.load import load_task
 
 TASK = Path(__file__).resolve().parents[1] / "agent" / "fixtures" / "count-lines"

@@ -8,7 +8,7 @@ import pytest
 from termagent.agent import AgentConfig
 from termagent.evaluate.config import EvalConfig, HarborSection, TB1Section
 from termagent.evaluate.model import evaluate_model
-from termagent.evaluate.runner import official_protocol
+from termagent.evaluate.outputs import official_protocol
 from termagent.sandbox import SandboxParams
 from termagent.serve import ServeConfig
 

@@ -1,6 +1,6 @@
 import json
 
-from termagent.evaluate.runner import write_eval_outputs
+from termagent.evaluate.outputs import write_eval_outputs
 from termagent.evaluate.viewer import render_trajectory
 
 EVIL = '<script>alert("pwned")</script>'

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from termagent.models.artifact import write_start
 from termagent.tasks.load import load_task
-from termagent.train.warmup import write_start
 from tests.sandbox.conftest import PYTEST_TEST_SH, write_harbor_task
 
 TEST_SH = PYTEST_TEST_SH  # pytest grades, reward.txt 1 or 0

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
+from termagent.models.artifact import resolve_start, write_start
 from termagent.train.common import LoraParams, adapter_state, load_model, load_tokenizer, read_dvclive_series
 from termagent.train.dpo import DPOParams, to_preference, train_dpo
 from termagent.train.sft import SFTParams, load_conversations, to_conversation, train_sft
-from termagent.train.warmup import resolve_start, write_start
 
 REPLY_1 = '{"analysis": "A fresh shell.", "plan": "List.", "commands": [{"keystrokes": "ls\\n", "duration": 0.1}], "task_complete": false}'
 REPLY_2 = '{"analysis": "Done.", "plan": "Finish.", "commands": [], "task_complete": true}'
@@ -218,7 +218,7 @@ def test_warmup_off_records_start_from_base(tmp_path):
 def test_the_warmup_adapter_is_where_sft_continues_and_grpo_starts(tiny_model_dir, demos_file, tmp_path):
     """Warmup (a LoRA SFT on the demos): models/warmup is an adapter that start.json names; the sft stage given
     --base models/warmup continues that adapter on the recorded base, and resolve_base gives the base."""
-    from termagent.train.warmup import resolve_base, resolve_start_model
+    from termagent.models.artifact import resolve_base, resolve_start_model
 
     warmup = tmp_path / "warmup"
     train_sft(tiny_model_dir, warmup, small_sft(demos_file, max_steps=1), metrics_dir=tmp_path / "wm")

@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from termagent.evaluate.model import evaluate_model
-from termagent.evaluate.runner import untrained_start
+from termagent.models.artifact import passed_through, untrained_start
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -89,8 +89,6 @@ def test_dpo_without_a_pair_is_not_evaluated_again_and_the_report_says_whose_it_
                                                    "init_adapter": "models/sft", "pairs": {"used": 0}}))
     (Path("models/sft")).mkdir()
     (Path("models/sft/manifest.json")).write_text(json.dumps({"stage": "sft", "init_adapter": "models/warmup"}))
-    from termagent.evaluate.runner import passed_through
-
     assert passed_through("dpo")["init_adapter"] == "models/sft"
     assert passed_through("sft") is None and passed_through("base") is None  # a trained adapter is evaluated
     record = evaluate_model("dpo", None, agent=None, sandbox=None, serve=None, tasks_index=Path("data/tasks.json"),

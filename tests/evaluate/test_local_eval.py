@@ -1,4 +1,3 @@
-import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -6,7 +5,8 @@ import pytest
 
 from termagent.agent import AgentConfig
 from termagent.evaluate.config import EvalConfig, ReportConfig
-from termagent.evaluate.runner import local_protocol, model_dirs, policy_spec, trajectory_from_trial
+from termagent.evaluate.outputs import local_protocol
+from termagent.evaluate.trajectories import trajectory_from_trial
 from termagent.params import ParamsError, load_params, section
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,21 +43,6 @@ def test_local_protocol_records_agent_settings_and_task_timeouts():
     assert protocol["max_input_tokens"] == 1000  # the configured limit wins over the policy's
     assert protocol["timeouts"]["agent_sec"] == {"min": 60.0, "max": 120.0}
     assert protocol["timeouts"]["verifier_sec"] == 30.0
-
-
-def test_model_dirs_base_adapter_and_full_model(tmp_path):
-    (tmp_path / "base").mkdir()
-    (tmp_path / "base" / "config.json").write_text("{}")
-    (tmp_path / "sft").mkdir()
-    (tmp_path / "sft" / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": "gone/on/hub"}))
-    (tmp_path / "merged").mkdir()
-    (tmp_path / "merged" / "config.json").write_text("{}")
-    assert model_dirs("base", tmp_path) == (tmp_path / "base", None)
-    assert model_dirs("sft", tmp_path) == (tmp_path / "base", tmp_path / "sft")
-    assert model_dirs("merged", tmp_path) == (tmp_path / "merged", None)
-    assert policy_spec("sft", tmp_path) == f"hf:{tmp_path / 'base'},adapter={tmp_path / 'sft'}"
-    with pytest.raises(FileNotFoundError, match="dpo"):
-        model_dirs("dpo", tmp_path)
 
 
 def test_trajectory_takes_trial_error_over_episode_error():

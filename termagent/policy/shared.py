@@ -1,0 +1,38 @@
+"""One in-process policy shared by concurrent trials: `shared_policy(policy, concurrency, batched=...)`."""
+
+from __future__ import annotations
+
+import threading
+
+
+def shared_policy(policy, concurrency: int, *, batched: bool = False):
+    """The in-process policy that `concurrency` trials share: one call at a time (SerializedPolicy), or with
+    batched=True their pending calls coalesced into one batch (BatchingPolicy). Batch over a prefix-cached
+    backend (`prefix_cache`): over plain `generate` every call re-prefills its whole padded prompt, which
+    measured slower than serialising on the 2-core CPU (metrics/bench_batching.json)."""
+    if batched and concurrency > 1 and callable(getattr(policy, "generate_ids", None)):
+        from termagent.policy.batching import BatchingPolicy
+
+        return BatchingPolicy(policy)
+    return SerializedPolicy(policy)
+
+
+class SerializedPolicy:
+    """One in-process model shared by concurrent trials: generate() calls take turns (the CPU has
+    no room for two at once, and a transformers model is not meant to be driven from two threads),
+    while containers, terminals and verifiers still overlap."""
+
+    def __init__(self, policy):
+        self._policy = policy
+        self._lock = threading.Lock()
+
+    def generate(self, *args, **kwargs):
+        with self._lock:
+            return self._policy.generate(*args, **kwargs)
+
+    def count_tokens(self, *args, **kwargs):
+        with self._lock:
+            return self._policy.count_tokens(*args, **kwargs)
+
+    def __getattr__(self, name):  # name, context_limit, close, ...
+        return getattr(self._policy, name)
