@@ -19,10 +19,10 @@ import click
 
 from termagent import atomic
 from termagent.agent import AgentConfig
-from termagent.names import CITIES, PEOPLE, WORDS
 from termagent.params import load_params, section
 from termagent.policy.hf import HFPolicy
 from termagent.protocol import parse_response, render_initial_prompt
+from termagent.tasks.families.vocabulary import CITIES, PEOPLE, WORDS
 from termagent.tasks.index import tasks_in_split
 
 FRESH_SCREEN = "root@sandbox:/app#"  # what the tmux pane shows before the first command

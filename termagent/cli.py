@@ -19,6 +19,14 @@ COMMANDS: dict[str, str] = {
     "eval": "termagent.evaluate.cli:eval_group",
     "report": "termagent.evaluate.cli:report",
 }
+# group name -> commands added to that group from a package above it (`tasks check` runs containers: the
+# sandbox's; the tasks package stays below the sandbox)
+ADDED: dict[str, list[str]] = {"tasks": ["termagent.sandbox.check:check"]}
+
+
+def _load(target: str):
+    module, attr = target.split(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 class LazyGroup(click.Group):
@@ -29,8 +37,10 @@ class LazyGroup(click.Group):
         target = COMMANDS.get(name)
         if target is None:
             return None
-        module, attr = target.split(":")
-        return getattr(importlib.import_module(module), attr)
+        command = _load(target)
+        for added in ADDED.get(name, []):
+            command.add_command(_load(added))
+        return command
 
 
 @click.group(cls=LazyGroup)

@@ -1,8 +1,8 @@
 """rollouts.jsonl / steps.jsonl: the schema, an append-only writer that survives a crash, and a
 streaming reader that tolerates what a crash leaves behind.
 
-One line of rollouts.jsonl is one completion (DESIGN.md §3); one line of steps.jsonl is one
-training step's statistics. The writer appends whole lines and fsyncs each batch, so a crash loses
+One line of rollouts.jsonl is one completion; one line of steps.jsonl is one training step's statistics (the
+fields of both: docs/design.md, "Rollouts"). The writer appends whole lines and fsyncs each batch, so a crash loses
 at most the batch in flight and leaves at worst one truncated last line; the reader counts such a
 line (and any other malformed one) with its line number instead of failing, so a 17k-line file with
 one bad line still yields 17k-1 records.
@@ -16,49 +16,9 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, Self, TypedDict
+from typing import Any, Self
 
 from termagent import atomic
-
-
-class TurnInfo(TypedDict):
-    """Multi-turn rollouts only: one entry per turn of the episode."""
-
-    exec_rc: int | None  # exit status of the turn's last command (None: not executed)
-    format_valid: bool  # the turn's completion parsed as a Terminus JSON response
-    token_span: list[int]  # [start, end) of the turn's completion tokens in completion_ids
-
-
-class Rollout(TypedDict):
-    """One line of rollouts.jsonl (DESIGN.md §3); extra keys are allowed and carried along."""
-
-    task_id: str
-    training_step: int
-    prompt: list[dict]  # chat messages [{role, content}]
-    completion: str  # the model's text (single-turn: one Terminus JSON response)
-    format_reward: float
-    script_reward: float
-    verifier_reward: float
-    reward: float
-    step_reward_std: float  # std of `reward` within this completion's group at this step
-    step_frac_zero_std: float  # share of groups at this step whose rewards all tie
-    exec_rc: int | None
-    durations: dict  # seconds: {generate, exec, verify, ...}
-    turn_info: NotRequired[list[TurnInfo]]
-
-
-class StepRecord(TypedDict):
-    """One line of steps.jsonl: what a training step did, for curves and for curation."""
-
-    training_step: int
-    n_completions: int
-    reward_mean: float
-    reward_std: float
-    frac_zero_std: float
-    format_valid_rate: float
-    verifier_pass_rate: float
-    wall_s: float
-
 
 # Fields a reader needs to use a rollout at all; the rest default (see `normalize_rollout`).
 REQUIRED_ROLLOUT_FIELDS: tuple[str, ...] = ("task_id", "training_step", "completion")

@@ -11,12 +11,12 @@ from importlib.resources import files
 import pytest
 
 from termagent.models.templates import (
+    TINY_TEMPLATE,
     TemplateError,
     has_generation_markers,
     install_template,
     project_template,
 )
-from termagent.models.tiny import CHAT_TEMPLATE as TINY_TEMPLATE
 from termagent.models.tiny import train_tokenizer
 from termagent.protocol.observation import format_observation
 from termagent.protocol.parse import AgentResponse, Command, render_response

@@ -7,7 +7,7 @@ from typing import Literal
 
 
 @dataclass(frozen=True)
-class HarborSection:
+class HarborConfig:
     dataset: str = "terminal-bench@2.0"
     agent: str = "terminus-2"
     n_concurrent: int = 4
@@ -18,7 +18,7 @@ class HarborSection:
 
 
 @dataclass(frozen=True)
-class TB1Section:
+class TB1Config:
     dataset: str = "terminal-bench-core==0.1.1"
     agent: str = "terminus-2"
     n_concurrent: int = 4
@@ -41,8 +41,8 @@ class EvalConfig:
     # keys/values are kept between its calls (the last `prefix_cache` sequences; 0: off, termagent.policy.kv)
     batched: bool = True
     prefix_cache: int = 16
-    harbor: HarborSection = field(default_factory=HarborSection)
-    tb1: TB1Section = field(default_factory=TB1Section)
+    harbor: HarborConfig = field(default_factory=HarborConfig)
+    tb1: TB1Config = field(default_factory=TB1Config)
 
     def __post_init__(self) -> None:
         if isinstance(self.split, str):  # a single group, as params files before the split groups wrote it

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termagent.evaluate.config import HarborSection
+from termagent.evaluate.config import HarborConfig
 
 
 class BenchmarkToolMissing(RuntimeError):
@@ -39,7 +39,7 @@ class HarborRunConfig:
     api_base: str  # e.g. http://127.0.0.1:8000/v1
     job_name: str
     n_attempts: int  # eval.attempts
-    section: HarborSection = field(default_factory=HarborSection)
+    section: HarborConfig = field(default_factory=HarborConfig)
     extra_agent_kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property

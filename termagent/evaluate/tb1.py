@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from termagent.evaluate.config import TB1Section
+from termagent.evaluate.config import TB1Config
 from termagent.evaluate.harbor import require_tool, run_harness
 
 # TB1 failure modes -> the error classes our sandbox and Harbor use, so one errors{} table reads the
@@ -44,7 +44,7 @@ class TB1RunConfig:
     api_base: str
     run_id: str
     n_attempts: int  # eval.attempts
-    section: TB1Section = field(default_factory=TB1Section)
+    section: TB1Config = field(default_factory=TB1Config)
 
     @property
     def output_path(self) -> Path:

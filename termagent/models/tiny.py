@@ -1,9 +1,9 @@
-"""A tiny Qwen3-architecture model built from scratch with a fixed seed: the stand-in base model of the
-CPU profile. Same architecture family and chat format as the real one (Qwen3 / Nemotron-Terminal-8B), so
-every stage runs the same code on both; small enough to train on 2 CPU cores in minutes.
+"""A tiny Qwen3-architecture model built from scratch with a fixed seed: the base model of the unit tests and
+the smoke profile (`base_model.source: tiny`). Same architecture family and chat format as the H100 profile's
+model (Nemotron-Terminal-8B), so every stage runs the same code; small enough to train in seconds.
 
 The tokenizer is a byte-level BPE trained on the task corpus (termagent.models.corpus). The chat template
-is Qwen3's non-thinking shape: `<|im_start|>role\\ncontent<|im_end|>\\n`, and every assistant turn opens with
+(termagent.models.templates.TINY_TEMPLATE) is Qwen3's non-thinking shape: `<|im_start|>role\\ncontent<|im_end|>\\n`, and every assistant turn opens with
 an empty `<think>\\n\\n</think>\\n\\n` — the generation prompt ends with it, so a model is trained on exactly
 the text it is prompted with. `{% generation %}` marks what the model writes (content + `<|im_end|>`), for
 TRL's assistant-only loss.
@@ -19,23 +19,10 @@ import torch
 
 from termagent import atomic
 from termagent.models.corpus import build_corpus, corpus_hash
+from termagent.models.templates import TINY_TEMPLATE, install_template, template_sha256
 
 ENDOFTEXT, IM_START, IM_END, THINK, END_THINK = "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"
 GENERATION_PROMPT = f"{IM_START}assistant\n{THINK}\n\n{END_THINK}\n\n"
-
-CHAT_TEMPLATE = (
-    "{%- for message in messages %}"
-    "{%- if message.content is string %}{%- set content = message.content %}{%- else %}{%- set content = '' %}{%- endif %}"
-    "{%- if message.role == 'assistant' %}"
-    "{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}"
-    "{%- generation %}{{- content + '<|im_end|>' }}{%- endgeneration %}"
-    "{{- '\\n' }}"
-    "{%- else %}"
-    "{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' }}"
-    "{%- endif %}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n<think>\\n\\n</think>\\n\\n' }}{%- endif %}"
-)
 
 # Qwen2/3's pre-tokenizer split: digits one by one, punctuation runs kept with their trailing newlines.
 QWEN_SPLIT = (
@@ -96,7 +83,7 @@ def train_tokenizer(texts: list[str], vocab_size: int, min_frequency: int = 2, m
                           AddedToken(END_THINK, special=False, normalized=False)])
     wrapped = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token=IM_END, pad_token=ENDOFTEXT,
                                       model_max_length=max_length)
-    wrapped.chat_template = CHAT_TEMPLATE
+    wrapped.chat_template = TINY_TEMPLATE
     return wrapped
 
 
@@ -139,10 +126,8 @@ def build_model(config: TinyModelConfig, vocab_size: int, eos_id: int, pad_id: i
 def build_tiny_model(out_dir: str | Path, config: TinyModelConfig, task_dirs: list[str | Path],
                      chat_template_path: str | Path | None = None) -> dict:
     """Train the tokenizer, build the model, save both (and manifest.json) to `out_dir`, atomically.
-    `chat_template_path`: a template to install instead of CHAT_TEMPLATE (templates.install_template).
+    `chat_template_path`: a template to install instead of TINY_TEMPLATE (templates.install_template).
     Returns the manifest."""
-    from termagent.models.templates import install_template, template_sha256
-
     out_dir = Path(out_dir)
     texts = build_corpus([Path(d) for d in task_dirs])
     tokenizer = train_tokenizer(texts, config.vocab_size, config.min_frequency, config.max_position_embeddings)

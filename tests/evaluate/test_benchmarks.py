@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from termagent.evaluate.cli import convert, report
-from termagent.evaluate.config import HarborSection, TB1Section
+from termagent.evaluate.config import HarborConfig, TB1Config
 from termagent.evaluate.harbor import (
     BenchmarkToolMissing,
     HarborRunConfig,
@@ -91,7 +91,7 @@ def write_harbor_job(job_dir: Path) -> None:
 
 def test_harbor_argv_carries_model_limits_and_attempts(tmp_path):
     cfg = HarborRunConfig(served_model=MODEL, api_base="http://127.0.0.1:8000/v1", job_name="sft-tb2", n_attempts=5,
-                          section=HarborSection(jobs_dir=str(tmp_path / "jobs"), n_concurrent=4, temperature=0.7,
+                          section=HarborConfig(jobs_dir=str(tmp_path / "jobs"), n_concurrent=4, temperature=0.7,
                                                 max_input_tokens=24000, max_output_tokens=4096))
     argv = harbor_run_argv(cfg)
     assert argv[:8] == ["harbor", "run", "-d", "terminal-bench@2.0", "-a", "terminus-2", "-m", f"openai/{MODEL}"]
@@ -184,7 +184,7 @@ def test_tb1_results_convert_into_metrics_schema(tmp_path):
 
 def test_tb_run_argv(tmp_path):
     argv = tb_run_argv(TB1RunConfig(served_model=MODEL, api_base="http://127.0.0.1:8000/v1", run_id="base-tb1",
-                                    n_attempts=5, section=TB1Section(runs_dir=str(tmp_path), n_concurrent=4)))
+                                    n_attempts=5, section=TB1Config(runs_dir=str(tmp_path), n_concurrent=4)))
     assert argv[:8] == ["tb", "run", "--dataset", "terminal-bench-core==0.1.1", "--agent", "terminus-2",
                         "--model", f"openai/{MODEL}"]
     assert "api_base=http://127.0.0.1:8000/v1" in argv and "temperature=0.7" in argv

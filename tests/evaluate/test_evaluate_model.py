@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from termagent.agent import AgentConfig
-from termagent.evaluate.config import EvalConfig, HarborSection, TB1Section
+from termagent.evaluate.config import EvalConfig, HarborConfig, TB1Config
 from termagent.evaluate.model import evaluate_model
 from termagent.evaluate.outputs import official_protocol
 from termagent.sandbox import SandboxParams
@@ -24,7 +24,7 @@ def test_an_empty_split_is_an_error_naming_the_index_before_any_container(tmp_pa
 
 
 def test_official_protocols_come_from_their_sections():
-    harbor = official_protocol("harbor", HarborSection(max_output_tokens=4096))
+    harbor = official_protocol("harbor", HarborConfig(max_output_tokens=4096))
     assert harbor["max_output_tokens"] == 4096 and harbor["agent"] == "harbor terminus-2 (terminal-bench@2.0)"
-    tb1 = official_protocol("tb1", TB1Section(temperature=0.2))
+    tb1 = official_protocol("tb1", TB1Config(temperature=0.2))
     assert tb1["temperature"] == 0.2 and tb1["max_input_tokens"] is None and tb1["agent"].startswith("tb terminus-2")

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from termagent.tasks.cli import check
+from termagent.sandbox.check import check
 
 from .conftest import FIXTURES, REPO_PARAMS
 

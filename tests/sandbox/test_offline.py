@@ -13,10 +13,10 @@ import pytest
 from termagent.params import read_sections
 from termagent.sandbox import Sandbox, SandboxConfig, run_trials
 from termagent.sandbox.agents import NopAgent, OracleAgent
+from termagent.sandbox.check import check_entry
 from termagent.sandbox.offline import choose_python, host_trust, requested_python, uv_requested
 from termagent.sandbox.settings import SandboxParams
 from termagent.sandbox.verifier import runner_never_started
-from termagent.tasks.cli import check_entry
 from termagent.tasks.load import load_task
 
 from .conftest import FIXTURES, REPO_PARAMS
@@ -241,7 +241,7 @@ def test_solution_using_the_official_python_layout_passes_in_the_stand_in(offlin
 
 def test_an_oracle_failing_for_its_environment_says_so():
     """What the stand-in printed before the fix for class 4: the line blaming the environment is the cause."""
-    from termagent.tasks.cli import environment_cause
+    from termagent.sandbox.check import environment_cause
 
     out = ("/tests/test.sh: line 2: /app/report.py: /usr/local/bin/python3: bad interpreter: No such file or directory\n"
            "E   ModuleNotFoundError: No module named 'greeting'\n=== 1 failed, 2 passed in 0.1s ===\n")

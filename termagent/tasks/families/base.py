@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from termagent.names import CITIES, EXTS, LEVELS, PEOPLE, WORDS  # noqa: F401 (the families import them from here)
+from termagent.tasks.families.vocabulary import CITIES, EXTS, LEVELS, PEOPLE, WORDS  # noqa: F401 (the families import them from here)
 
 DIFFICULTIES = ("easy", "medium", "hard")
 # Most instances easy / medium, a minority hard (a tiny model must see learnable rungs).

@@ -1,6 +1,6 @@
 """The shared vocabulary of the generated task families: every file, directory and content word of an
-instance is drawn from these pools (termagent.tasks.families); scripts/first_turn.py counts the ones a reply
-copies from its task. Data only: no import, so a stage can depend on it alone."""
+instance is drawn from these pools; scripts/first_turn.py counts the ones a reply copies from its task.
+Data only: no import."""
 
 WORDS = ("amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper",
          "kelp", "lumen", "maple", "nectar", "onyx", "pepper", "quartz", "raven", "saffron", "tundra",
