@@ -11,44 +11,7 @@ reports/overlap.json, reports/comparison.md, reports/accuracy.png.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import click
-
-from termagent.evaluate.config import ReportConfig
-from termagent.params import profile_option, read_sections
-from termagent.report.build import build_summary, load_eval_metrics, not_evaluated, write_reports
-from termagent.report.training import load_training_metrics
-
-
-@click.command()
-@click.argument("metric_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@profile_option
-@click.option("--summary", "summary_path", default="metrics/summary.json", show_default=True,
-              type=click.Path(path_type=Path))
-@click.option("--reports", "reports_dir", default="reports", show_default=True, type=click.Path(path_type=Path))
-@click.option("--train-metrics", "train_files", multiple=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="A training stage's metrics/<stage>/train.json (repeatable): what it reported, in comparison.md.")
-def main(metric_files: tuple[Path, ...], params_file: Path, profile: str | None, summary_path: Path,
-         reports_dir: Path, train_files: tuple[Path, ...]) -> None:
-    cfg = read_sections(params_file, profile, report=ReportConfig).report
-    try:
-        metrics = load_eval_metrics(list(metric_files))
-        summary = build_summary(metrics, base=cfg.base, n_resamples=cfg.n_resamples,
-                                confidence=cfg.confidence, seed=cfg.seed, skipped=not_evaluated(list(metric_files)))
-        training = load_training_metrics(list(train_files))
-    except ValueError as e:
-        raise click.ClickException(str(e)) from e
-    write_reports(summary, metrics, reports_dir, summary_path=summary_path, training=training)
-    for name, s in summary["models"].items():
-        click.echo(f"{name:>10}: accuracy {s['accuracy']:.3f} ± {s['accuracy_stderr']:.3f}, solved {s['n_solved']}/{s['n_tasks']}")
-    for name, why in summary["not_evaluated"].items():
-        click.echo(f"{name:>10}: not evaluated ({why})")
-    for name, c in summary["comparisons"].items():
-        click.echo(f"{name:>10} - {cfg.base}: {c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]")
-    click.echo(f"{summary_path}, {reports_dir}/comparison.md, {reports_dir}/overlap.md, {reports_dir}/accuracy.png")
-
+from termagent.report.cli import report as main  # the one definition of the options: `termagent report`
 
 if __name__ == "__main__":
     main()

@@ -17,7 +17,7 @@ COMMANDS: dict[str, str] = {
     "curate": "termagent.curate.cli:curate",
     "serve": "termagent.serve:serve",
     "eval": "termagent.evaluate.cli:eval_group",
-    "report": "termagent.evaluate.cli:report",
+    "report": "termagent.report.cli:report",
 }
 # group name -> commands added to that group from a package above it (`tasks check` runs containers: the
 # sandbox's; the tasks package stays below the sandbox)

@@ -50,11 +50,13 @@ def test_weights_of_base_adapter_full_model_and_a_local_base(tmp_path):
     assert model_dirs("sft", root) == (root / "base", root / "sft")  # a Hub name: models/base stands for it
     assert model_dirs("merged", root) == (root / "merged", None)
     assert model_dirs("own", root) == (root / "other_base", root / "own")
+    missing = ModelArtifact.open("missing", root)  # records only: nothing to evaluate is not the question yet
+    assert missing.not_evaluated() is None
     with pytest.raises(FileNotFoundError, match="neither a model"):
-        ModelArtifact.open("missing", root)
+        _ = missing.base
     (root / "base" / "config.json").unlink()
     with pytest.raises(FileNotFoundError, match="dvc repro base_model"):
-        ModelArtifact.open("base", root)
+        model_dirs("base", root)
 
 
 def test_an_untrained_start_is_the_base_and_is_not_evaluated(tmp_path):

@@ -1,7 +1,11 @@
-"""`termagent curate`: the multi-turn RL task list from rollout statistics and a judge's analysis.
+"""`termagent curate`: the multi-turn RL task list from rollout statistics and a judge's analysis. It is the
+`curate` stage's command (stages/curate.py runs it): its knobs are params.yaml's `curate` and `judge` sections.
 
-    termagent curate --rollouts data/rollouts/grpo/rollouts.jsonl --tasks data/tasks \
-        --index data/tasks.json --out data/curated --judge rules
+    termagent curate --rollouts data/rollouts/grpo/rollouts.jsonl --index data/tasks.json --out data/curated
+    termagent curate --rollouts r.jsonl --tasks my/tasks --eval-ids a,b --out /tmp/curated --params my.yaml
+
+Eval tasks come from the task index's `split` (or --eval-ids): curation never selects them, nor a training
+task that near-duplicates one.
 """
 
 from __future__ import annotations
@@ -12,39 +16,35 @@ from pathlib import Path
 
 import click
 
-from termagent.curate.contamination import ContaminationConfig
 from termagent.curate.run import run_curation
 from termagent.curate.select import CurateConfig
-from termagent.datasets.cli import judge_from_options, judge_options
+from termagent.judge import JudgeConfig, JudgeError, judge_from_config
+from termagent.params import profile_option, read_sections
 from termagent.tasks.index import TasksConfig
 
 
 @click.command()
-@click.option("--rollouts", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
-@click.option("--tasks", "tasks_dirs", type=click.Path(exists=True, file_okay=False, path_type=Path),
-              multiple=True, required=True)
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True)
-@click.option("--index", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="task index (data/tasks.json) whose `split` names the eval tasks")
-@click.option("--eval-ids", default=None, help="comma-separated eval task ids (overrides --index)")
-@click.option("--eval-fraction", type=float, default=TasksConfig.eval_fraction, show_default=True,
-              help="without --index/--eval-ids: the split rule of termagent.tasks.split")
-@click.option("--split-seed", type=int, default=TasksConfig.split_seed, show_default=True)
-@click.option("--target-size", type=int, default=CurateConfig.target_size, show_default=True,
-              help="0: every eligible task")
-@click.option("--min-quality", type=int, default=CurateConfig.min_quality, show_default=True)
-@click.option("--drop-difficulty", multiple=True, default=tuple(CurateConfig().drop_difficulties), show_default=True)
-@click.option("--seed", type=int, default=CurateConfig.seed, show_default=True)
-@click.option("--contamination-threshold", type=float, default=ContaminationConfig.threshold, show_default=True)
-@judge_options
-def curate(rollouts: Path, tasks_dirs: tuple[Path, ...], out: Path, index: Path | None, eval_ids: str | None,
-           eval_fraction: float, split_seed: int, target_size: int, min_quality: int,
-           drop_difficulty: tuple[str, ...], seed: int, contamination_threshold: float, **judge_kw) -> None:
+@profile_option
+@click.option("--rollouts", default="data/rollouts/grpo/rollouts.jsonl", show_default=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--index", default="data/tasks.json", show_default=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The task index whose `split` names the eval tasks.")
+@click.option("--out", default="data/curated", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--tasks", "tasks_dirs", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
+              help="Task directory or directory of tasks (repeatable; default: params tasks.dirs).")
+@click.option("--eval-ids", default=None, help="Comma-separated eval task ids, instead of --index.")
+def curate(params_file: Path, profile: str | None, rollouts: Path, index: Path, out: Path,
+           tasks_dirs: tuple[Path, ...], eval_ids: str | None) -> None:
     """Write rl_tasks_mt.json, task_analysis.json, contamination.json and skill histograms under OUT."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
-    config = CurateConfig(target_size=target_size, min_quality=min_quality,
-                          drop_difficulties=[d for d in drop_difficulty if d != "none"], seed=seed,
-                          contamination=ContaminationConfig(threshold=contamination_threshold))
-    summary = run_curation(rollouts, list(tasks_dirs), out, judge_from_options(**judge_kw), config, index,
-                           eval_ids, eval_fraction, split_seed)
+    p = read_sections(params_file, profile, missing_ok=True, curate=CurateConfig, judge=JudgeConfig,
+                      tasks=TasksConfig)
+    if not eval_ids and not index.is_file():
+        raise click.ClickException(f"{index}: no task index (run `dvc repro tasks`, or pass --eval-ids)")
+    try:
+        summary = run_curation(rollouts, list(tasks_dirs) or [Path(d) for d in p.tasks.dirs], out,
+                               judge_from_config(p.judge), p.curate, index=None if eval_ids else index,
+                               eval_ids=eval_ids)
+    except (JudgeError, ValueError) as e:
+        raise click.ClickException(str(e)) from e
     click.echo(json.dumps(summary))

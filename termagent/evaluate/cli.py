@@ -1,11 +1,10 @@
-"""`termagent eval ...` and `termagent report ...`: the eval tools outside DVC.
+"""`termagent eval ...`: the eval tools outside DVC (`termagent report` is termagent.report.cli).
 
     termagent eval view data/eval/base                     # re-render the HTML viewer from trajectories
     termagent eval view runs/ep1/trajectory.json --out /tmp/view
     termagent eval convert harbor jobs/sft-123 --model sft --out metrics/eval/sft_tb2.json
     termagent eval convert tb1 runs/2026-11-29__10-00-00 --model sft --out metrics/eval/sft_tb1.json
     termagent eval harbor-command --served-model termagent --api-base http://127.0.0.1:8000/v1
-    termagent report metrics/eval/*.json --base base
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from termagent.evaluate.config import EvalConfig, ReportConfig
+from termagent.evaluate.config import EvalConfig
 from termagent.params import profile_option, read_sections
 
 
@@ -90,32 +89,3 @@ def harbor_command(served_model, api_base, job_name, params_file, profile) -> No
     argv = harbor_run_argv(HarborRunConfig(served_model=served_model, api_base=api_base, job_name=job_name,
                                            n_attempts=cfg.attempts, section=cfg.harbor))
     click.echo(shlex.join(argv))
-
-
-@click.command("report")
-@click.argument("metric_files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--base", default=ReportConfig.base, show_default=True, help="Model every other is compared with.")
-@click.option("--n-resamples", default=ReportConfig.n_resamples, show_default=True)
-@click.option("--confidence", default=ReportConfig.confidence, show_default=True)
-@click.option("--seed", default=ReportConfig.seed, show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), help="Also write overlap.md, comparison.md, accuracy.png here.")
-def report(metric_files, base, n_resamples, confidence, seed, out) -> None:
-    """Compare eval metrics files (metrics/eval/*.json): overlap and paired bootstrap vs the base."""
-    from termagent.report.build import (
-        build_summary,
-        comparison_markdown,
-        load_eval_metrics,
-        not_evaluated,
-        write_reports,
-    )
-
-    try:
-        metrics = load_eval_metrics(list(metric_files))
-        summary = build_summary(metrics, base=base, n_resamples=n_resamples, confidence=confidence, seed=seed,
-                                skipped=not_evaluated(list(metric_files)))
-    except ValueError as e:
-        raise click.ClickException(str(e)) from e
-    click.echo(comparison_markdown(summary))
-    if out:
-        for path in write_reports(summary, metrics, out):
-            click.echo(path)

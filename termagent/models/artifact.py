@@ -15,7 +15,7 @@ Two records live beside the weights (their formats are fixed: training stages wr
   adapter it started from unchanged (DPO without a pair) writes `"skipped"` and `"init_adapter"`.
 
     art = ModelArtifact.open("sft")            # models/sft: an adapter on models/base
-    art.base, art.adapter                      # (Path("models/base"), Path("models/sft"))
+    art.base, art.adapter                      # (Path("models/base"), Path("models/sft")), read on first use
     art.not_evaluated()                        # None: a trained model, its eval stage evaluates it
     base, adapter = resolve_start_model("models/warmup")   # where a training stage given --base starts
 """
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -91,26 +92,42 @@ def resolve_base(path: str | Path) -> Path:
 
 @dataclass(frozen=True)
 class ModelArtifact:
-    """One `models/<name>` directory, read once: the weights it stands for (`base` + optional `adapter`) and
-    whether it trained anything of its own (`untrained_start`, `passed_through`)."""
+    """One `models/<name>` directory, read once: whether it trained anything of its own (`untrained_start`,
+    `passed_through`) and the weights it stands for (`base` + optional `adapter`, resolved on first use, so a
+    caller can say "nothing to evaluate" or check its other inputs before any weights must exist)."""
 
     name: str
     path: Path
-    base: Path  # the full model directory whose weights are loaded
-    adapter: Path | None  # the LoRA adapter on `base`, if any
+    models_dir: Path = MODELS_DIR
     untrained_start: dict | None = None  # start.json of a stage that trained nothing: the base under another name
     passed_through: dict | None = None  # manifest.json of a stage that saved its start adapter unchanged
 
     @classmethod
     def open(cls, name: str, models_dir: str | Path = MODELS_DIR) -> ModelArtifact:
-        """Read models_dir/<name>. "base" is models_dir/base itself. Fails naming the directory when it holds
-        neither a model, an adapter nor a start record."""
+        """Read the records of models_dir/<name> ("base" is models_dir/base itself)."""
         models_dir = Path(models_dir)
         path = models_dir / name
-        if (start := _untrained_start(name, path)) is not None:
-            return cls(name, path, base=Path(start["base"]), adapter=None, untrained_start=start)
-        base, adapter = _weights(name, path, models_dir)
-        return cls(name, path, base=base, adapter=adapter, passed_through=_passed_through(name, path))
+        start = _untrained_start(name, path)
+        return cls(name, path, models_dir, untrained_start=start,
+                   passed_through=None if start else _passed_through(name, path))
+
+    @cached_property
+    def weights(self) -> tuple[Path, Path | None]:
+        """(base model directory, adapter directory or None). Fails naming the directory when it holds neither
+        a model nor an adapter."""
+        if self.untrained_start is not None:
+            return Path(self.untrained_start["base"]), None
+        return _weights(self.name, self.path, self.models_dir)
+
+    @property
+    def base(self) -> Path:
+        """The full model directory whose weights are loaded."""
+        return self.weights[0]
+
+    @property
+    def adapter(self) -> Path | None:
+        """The LoRA adapter on `base`, if any."""
+        return self.weights[1]
 
     def not_evaluated(self) -> tuple[str, dict] | None:
         """(reason, record) when this model's eval stage has nothing of its own to evaluate, else None: the
@@ -143,8 +160,7 @@ def passed_through(name: str, models_dir: str | Path = MODELS_DIR) -> dict | Non
 
 def model_dirs(name: str, models_dir: str | Path = MODELS_DIR) -> tuple[Path, Path | None]:
     """(base model directory, adapter directory or None) for a model name."""
-    art = ModelArtifact.open(name, models_dir)
-    return art.base, art.adapter
+    return ModelArtifact.open(name, models_dir).weights
 
 
 def _untrained_start(name: str, path: Path) -> dict | None:

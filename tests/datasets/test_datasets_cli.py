@@ -66,8 +66,10 @@ def test_synth_build_and_curate(tasks_dir, tmp_path):
     assert (tmp_path / "b.jsonl").read_text() == rollouts.read_text()  # seeded
 
     ds = tmp_path / "datasets"
+    params = tmp_path / "params.yaml"  # the knobs come from params sections, as in the `datasets` stage
+    params.write_text("datasets: {prm_pairs: 5}\n")
     line = run("datasets", "build", "--rollouts", str(rollouts), "--tasks", str(tasks_dir), "--out", str(ds),
-               "--no-progress", "--prm-pairs", "5")
+               "--no-progress", "--params", str(params))
     assert "judge rules/1" in line
     summary = json.loads((ds / "summary.json").read_text())
     assert sorted(p.name for p in ds.iterdir()) == sorted(
@@ -81,7 +83,7 @@ def test_synth_build_and_curate(tasks_dir, tmp_path):
 
     cur = tmp_path / "curated"
     summary = json.loads(run("curate", "--rollouts", str(rollouts), "--tasks", str(tasks_dir), "--out", str(cur),
-                             "--eval-ids", "git-tagging"))
+                             "--eval-ids", "git-tagging", "--params", str(params)))
     assert summary["eval"] == 1 and summary["candidates"] == 2
     curated = json.loads((cur / "rl_tasks_mt.json").read_text())
     assert curated["task_ids"] == ["count-lines"]

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from termagent.evaluate.cli import convert, report
+from termagent.evaluate.cli import convert
+from termagent.report.cli import report
 from termagent.evaluate.config import HarborConfig, TB1Config
 from termagent.evaluate.harbor import (
     BenchmarkToolMissing,
@@ -211,9 +212,12 @@ def test_cli_convert_harbor_then_report(tmp_path):
     base = tmp_path / "base.json"
     base.write_text(json.dumps({"n_tasks": 3, "n_attempts": 2, "accuracy": 0.0, "accuracy_stderr": 0.0,
                                 "per_task": {t: 0.0 for t in metrics["per_task"]}}))
-    result = CliRunner().invoke(report, [str(base), str(out), "--n-resamples", "200"])
+    (tmp_path / "params.yaml").write_text("report: {n_resamples: 200}\n")
+    result = CliRunner().invoke(report, [str(base), str(out), "--params", str(tmp_path / "params.yaml"),
+                                         "--summary", str(tmp_path / "summary.json"), "--reports", str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
-    assert "| sft_tb2 | 3 |" in result.output
+    assert "sft_tb2 - base:" in result.output
+    assert "| sft_tb2 | 3 |" in (tmp_path / "r" / "comparison.md").read_text()
 
 
 def test_run_harness_logs_output_sets_a_placeholder_key_and_raises_on_failure(tmp_path, monkeypatch):
