@@ -44,7 +44,7 @@ class ServeError(RuntimeError):
 
 @dataclass(frozen=True)
 class VllmConfig:
-    """DESIGN.md §4: the seed's real serving configuration."""
+    """vLLM serving; the defaults are the GPU configuration's (docs/design.md#the-gpu-configuration)."""
 
     max_model_len: int = 40960  # base model alone
     max_model_len_lora: int = 32768  # with a LoRA adapter: the KV cache shares memory with the adapter

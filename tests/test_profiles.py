@@ -1,6 +1,6 @@
 """The H100 profile (issue 10 item 6): the real configuration of every stage, validated, and seen by DVC.
 
-- params.yaml + profiles/h100.yaml validates for every registered section, and holds DESIGN.md §4's values;
+- params.yaml + profiles/h100.yaml validates for every registered section, and holds the values of docs/design.md#the-gpu-configuration;
 - on a scratch copy of the repository with the profile applied (`python scripts/apply_profile.py h100`, what
   `make profile-h100` runs), DVC parses dvc.yaml and the params (`dvc status`), lists the expected stages,
   and `dvc params diff` reports every key the profile changes (so `dvc repro` reruns their stages).

@@ -1,4 +1,4 @@
-"""The episode record (DESIGN.md §3): what the agent returns and `trajectory.json` holds.
+"""The episode record (docs/design.md#trajectory): what the agent returns and `trajectory.json` holds.
 
     task_id, attempt, model, agent, config,
     turns[{index, messages_in, completion, finish_reason, prompt_tokens, completion_tokens, prompt_ids?,

@@ -1,4 +1,4 @@
-"""Curate the multi-turn RL task list (DESIGN.md §4), in this order:
+"""Curate the multi-turn RL task list (docs/design.md#curation), in this order:
 
 1. candidates: training tasks (never an eval task) that have rollout statistics;
 2. contamination guard: drop candidates that near-duplicate an eval task;
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class CurateConfig:
     target_size: int = 0  # tasks to select; 0 = every eligible task (embedded default; H100: 100)
-    min_quality: int = 7  # keep quality >= this (DESIGN: drop quality <= 6)
+    min_quality: int = 7  # keep quality >= this: quality <= 6 is dropped
     drop_difficulties: list[str] = field(default_factory=lambda: ["easy"])
     seed: int = 0
     weights: WeightConfig = field(default_factory=WeightConfig)

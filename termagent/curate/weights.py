@@ -1,4 +1,4 @@
-"""Per-task rollout statistics and the curation weight of DESIGN.md §4:
+"""Per-task rollout statistics and the curation weight (docs/design.md#curation):
 
     w = Normal(mean turns; mu=5, sigma=2) x Normal(mean reward; mu=0.4, sigma=0.25) x (reward_std + 0.05)
 

@@ -1,4 +1,5 @@
-"""Eval metrics from trial records: the `metrics/eval/<model>.json` schema of DESIGN.md §3.
+"""Eval metrics from trial records: the `metrics/eval/<model>.json` schema
+(docs/design.md#eval-metrics).
 
 A trial record is the dict one task × attempt produced (our runner's trajectory, or a Harbor/TB1
 trial converted by harbor.py / tb1.py):

@@ -1,4 +1,4 @@
-"""One chat template for training and evaluation (DESIGN.md §4b, docs/templates.md).
+"""One chat template for training and evaluation (docs/design.md#principles, docs/templates.md).
 
     project_template(template) -> str      the project's template for the family `template` belongs to
     install_template(tokenizer)            tokenizer.chat_template = project_template(tokenizer.chat_template)

@@ -1,7 +1,7 @@
 """Rewards as pure functions: the single-turn GRPO reward and MT-GRPO's turn-level credit.
 
 No I/O, no sandbox, no trainer: each function takes plain numbers and returns plain numbers, so the
-formulas of DESIGN.md §4 live in one place and are checked on hand-computed cases.
+formulas of docs/design.md#formulas live in one place and are checked on hand-computed cases.
 """
 
 from termagent.rewards.single_turn import RewardWeights, single_turn_reward

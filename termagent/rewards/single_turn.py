@@ -1,4 +1,4 @@
-"""The single-turn GRPO reward (DESIGN.md §4): 0.05·format + 0.10·script + 0.85·verifier."""
+"""The single-turn GRPO reward (docs/design.md#single-turn-reward): 0.05·format + 0.10·script + 0.85·verifier."""
 
 from __future__ import annotations
 

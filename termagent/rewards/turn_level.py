@@ -1,4 +1,4 @@
-"""MT-GRPO turn-level credit (DESIGN.md §4): turn rewards, per-position advantages, token mapping.
+"""MT-GRPO turn-level credit (docs/design.md#turn-level-credit): turn rewards, per-position advantages, token mapping.
 
 turn reward   r(t) = w_o·R·γ^(T−1−t) + w_e·1[rc_t = 0] + w_f·1[valid_t] + w_eff·(max_turns − T)/(max_turns − 1)·1[R > 0]
 turn adv.     A(i, t) = (r(i, t) − mean_g r(·, t)) / (std_g r(·, t) + ε)  over the trajectories that reached t

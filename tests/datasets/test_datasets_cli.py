@@ -54,7 +54,7 @@ def test_synth_build_and_curate(tasks_dir, tmp_path):
     for r in rows:
         groups[(r["training_step"], r["task_id"])].append(r)
         expected = 0.05 * r["format_reward"] + 0.10 * r["script_reward"] + 0.85 * r["verifier_reward"]
-        assert r["reward"] == pytest.approx(expected, abs=1e-5)  # DESIGN §4 single-turn reward
+        assert r["reward"] == pytest.approx(expected, abs=1e-5)  # docs/design.md#single-turn-reward
     for g in groups.values():
         assert len(g) == 8
         mean = sum(r["reward"] for r in g) / 8

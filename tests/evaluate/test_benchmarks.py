@@ -9,7 +9,6 @@ import pytest
 from click.testing import CliRunner
 
 from termagent.evaluate.cli import convert
-from termagent.report.cli import report
 from termagent.evaluate.config import HarborConfig, TB1Config
 from termagent.evaluate.harbor import (
     BenchmarkToolMissing,
@@ -20,6 +19,7 @@ from termagent.evaluate.harbor import (
 )
 from termagent.evaluate.metrics import compute_metrics
 from termagent.evaluate.tb1 import TB1RunConfig, convert_tb1_results, tb_run_argv
+from termagent.report.cli import report
 
 MODEL = "termagent-sft"
 EVAL_KEY = f"terminus-2__openai/{MODEL}__terminal-bench"

@@ -1,5 +1,5 @@
 """End to end: the local eval on a real container — TerminusAgent with a replay policy, one task, two
-attempts — writes trajectories, the viewer and metrics with every field of DESIGN.md §3."""
+attempts — writes trajectories, the viewer and metrics with every field of docs/design.md#schemas."""
 
 import json
 from pathlib import Path

@@ -1,5 +1,5 @@
 """Real GRPO steps (TRL GRPOTrainer, PEFT LoRA, the tiny model on CPU) against real containers: the
-adapter weights change, every completion and step is logged with the DESIGN.md §3 fields, the prompt TRL
+adapter weights change, every completion and step is logged with the fields of docs/design.md#rollouts, the prompt TRL
 tokenizes is the eval policy's, and the datasets stage builds its six files from those rollouts."""
 
 from __future__ import annotations
