@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from termagent.report.config import ReportConfig  # noqa: F401 (params.SECTIONS still names it here)
-
 
 @dataclass(frozen=True)
 class HarborConfig:
@@ -61,3 +59,11 @@ class EvalConfig:
             raise ValueError(f"eval.max_tasks must be >= 0, got {self.max_tasks}")
         if self.prefix_cache < 0:
             raise ValueError(f"eval.prefix_cache must be >= 0, got {self.prefix_cache}")
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    base: str = "base"
+    n_resamples: int = 10000
+    confidence: float = 0.95
+    seed: int = 0

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import click
 
+from termagent.evaluate.config import ReportConfig  # the `report:` section (registered in termagent.params)
 from termagent.params import profile_option, read_sections
 from termagent.report.build import build_summary, load_eval_metrics, not_evaluated, write_reports
-from termagent.report.config import ReportConfig
 from termagent.report.training import load_training_metrics
 
 
