@@ -8,6 +8,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
+from termagent.cli import main
 from termagent.sandbox.check import check
 
 from .conftest import FIXTURES, REPO_PARAMS
@@ -39,7 +40,8 @@ def test_check_names_the_problem_of_a_malformed_task(tmp_path):
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "task.toml").write_text("[agent]\ntimeout_sec = 'soon'\n")
-    result = CliRunner().invoke(check, [str(bad)])
+    # through the `termagent` command: `check` lives in termagent.sandbox and the root CLI adds it to `tasks`
+    result = CliRunner().invoke(main, ["tasks", "check", str(bad)])
     assert result.exit_code != 0
     # one line per problem, each naming the file and the field
     assert 'bad/task.toml: [agent].timeout_sec must be a positive number, got "soon"' in result.output
