@@ -1,8 +1,8 @@
-"""rollouts.jsonl / steps.jsonl: the schema, an append-only writer that survives a crash, and a
+"""rollouts.jsonl / steps.jsonl: the schema check, an append-only writer that survives a crash, and a
 streaming reader that tolerates what a crash leaves behind.
 
-One line of rollouts.jsonl is one completion; one line of steps.jsonl is one training step's statistics (the
-fields of both: docs/design.md, "Rollouts"). The writer appends whole lines and fsyncs each batch, so a crash loses
+One line of rollouts.jsonl is one completion; one line of steps.jsonl is one training step's statistics
+(the fields of both: docs/design.md#rollouts). The writer appends whole lines and fsyncs each batch, so a crash loses
 at most the batch in flight and leaves at worst one truncated last line; the reader counts such a
 line (and any other malformed one) with its line number instead of failing, so a 17k-line file with
 one bad line still yields 17k-1 records.

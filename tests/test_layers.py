@@ -1,4 +1,4 @@
-"""The package's layering rules (docs/design.md, "Principles"), read from the code with `ast`: every import
+"""The package's layering rules (docs/design.md#principles), read from the code with `ast`: every import
 counts, lazy ones inside functions included.
 
 - no two termagent modules import each other, directly or around a loop (package `__init__.py` files, which

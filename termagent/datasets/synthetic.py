@@ -9,7 +9,7 @@ odds move toward "pass" as training proceeds (a policy that learns):
 - partial:     the solution cut short (the verifier gives passed/total);
 - wrong:       a broken command in place of one of the solution's (fails, exit status 1);
 - invalid:     not valid JSON (truncated or prose) — format and script rewards are 0.
-Rewards follow docs/design.md#single-turn-reward: 0.05·format + 0.10·script + 0.85·verifier; step_reward_std is the
+Rewards follow docs/design.md#single-turn-reward (0.05·format + 0.10·script + 0.85·verifier); step_reward_std is the
 std of `reward` within the group, step_frac_zero_std the share of groups at the step whose std is 0.
 """
 

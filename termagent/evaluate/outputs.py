@@ -6,7 +6,7 @@
                                  model="base", protocol=local_protocol(...), wall_s=wall_s)
 
 Output layout (out_dir):
-    trajectories/<task>__<attempt>.json   one trajectory (docs/design.md, "Trajectory") + the trial's result
+    trajectories/<task>__<attempt>.json   one trajectory (docs/design.md#trajectory) + the trial's result
     trajectories/<task>__<attempt>.html   one viewer page per trajectory
     index.json                            [{task_id, attempt, reward, error, n_turns, file}, ...]
     index.html                            tasks × attempts table

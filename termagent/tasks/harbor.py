@@ -8,7 +8,8 @@
 
 Defaults are Harbor's except where Harbor has none and a sandbox needs one: an unset
 [agent].timeout_sec means "no limit" in Harbor, here 600 s; unset cpus / memory_mb mean "the
-provider's default" in Harbor, here 1 CPU and 512 MB (the GPU configuration's sandbox limits, docs/design.md#the-gpu-configuration).
+provider's default" in Harbor, here 1 CPU and 512 MB (the sandbox limits of
+docs/design.md#the-gpu-configuration).
 """
 
 from __future__ import annotations
