@@ -1,6 +1,6 @@
 """DVC stage `curate`: the multi-turn RL task list, in data/curated.
 
-    python stages/curate.py --rollouts data/rollouts/grpo/rollouts.jsonl --index data/tasks.json \
+    python stages/curate.py --rates data/sample/dpo/rates.json --index data/tasks.json \
         --out data/curated                           # what `dvc repro curate` runs
     python stages/curate.py --rollouts /tmp/synthetic.jsonl --out /tmp/curated
 
@@ -26,16 +26,19 @@ from termagent.tasks.index import TasksConfig
 
 @click.command()
 @profile_option
-@click.option("--rollouts", default="data/rollouts/grpo/rollouts.jsonl", show_default=True,
-              type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--rollouts", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="Rank by these rollouts' rewards (when no --rates).")
+@click.option("--rates", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A sample stage's rates.json: rank by the measured solve rate, keep rates in (min_rate, max_rate).")
 @click.option("--index", default="data/tasks.json", show_default=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--out", default="data/curated", show_default=True, type=click.Path(path_type=Path))
-def main(params_file: Path, profile: str | None, rollouts: Path, index: Path, out: Path) -> None:
+def main(params_file: Path, profile: str | None, rollouts: Path | None, rates: Path | None, index: Path,
+         out: Path) -> None:
     p = read_sections(params_file, profile, curate=CurateConfig, judge=JudgeConfig, tasks=TasksConfig)
     try:
         summary = run_curation(rollouts, [Path(d) for d in p.tasks.dirs], out, judge_from_config(p.judge), p.curate,
-                               index=index)
+                               index=index, rates=rates)
     except (JudgeError, ValueError) as e:
         raise click.ClickException(str(e)) from e
     click.echo(json.dumps(summary))
