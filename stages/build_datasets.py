@@ -9,6 +9,9 @@ in data/datasets.
 Reads params: datasets (all keys), judge (all keys), tasks.dirs.
 Writes data/datasets/{sft,dpo,dpo_filtered,api_sft,prm_sequence,prm_step}.jsonl, the removed-pairs
 sidecar dpo_filtered.removed.jsonl, and summary.json (counts, malformed lines, judge and version).
+With --sampled (the sample stage's multi-turn trajectories of the start policy on train tasks) also
+rft_sft.jsonl (verified passing trajectories) and dpo_turns.jsonl (a pass and a fail of one task, at the turn
+where they part): termagent/datasets/trajectories.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
     python stages/dpo.py --base models/base --sft models/sft --out models/dpo --metrics-dir metrics/dpo
 
-Reads params: dpo (termagent.train.dpo.DPOParams; the data file is dpo.dataset). Empty input fails unless
+Reads params: dpo (termagent.train.dpo.DPOParams; the data files are dpo.datasets). Empty input fails unless
 dpo.skip_if_empty. Writes models/dpo/ (adapter + tokenizer), metrics/dpo/train.json (pairs read / used /
 dropped for length), metrics/dpo/dvclive/, metrics/dpo/curves.png.
 """

@@ -19,7 +19,7 @@ EMBEDDED_OVERRIDES: dict[str, str] = {
                          "adapter solved 3 of 40 eval_id tasks at 0.7 and 8 of 40 greedily (docs/experiments.md)",
     "agent.max_failed_replies": "CPU profile: the base model rarely writes a usable reply; 2 failed replies in a row "
                                 "end its episode instead of 8 turns at the cap (base_eval's cost)",
-    # SmolLM2 with LoRA on 2 cores: a short, high-rate pass instead of DESIGN.md §4's 2 epochs at 8k tokens
+    # SmolLM2 with LoRA on 2 cores: a short, high-rate pass instead of the GPU configuration's (docs/design.md#the-gpu-configuration) 2 epochs at 8k tokens
     **{f"{stage}.{key}": "CPU profile: SmolLM2 LoRA on 2 cores: demos are 1.1 k tokens (median), 8 per optimizer "
                          "step, a rate for a few dozen steps (the 8B's is for thousands)"
        for stage in ("warmup", "sft") for key in ("max_length", "num_train_epochs", "max_steps", "learning_rate",

@@ -57,6 +57,7 @@ SECTIONS: dict[str, str] = {
     "warmup": "termagent.train.warmup:WarmupParams",
     "sft": "termagent.train.sft:SFTParams",
     "dpo": "termagent.train.dpo:DPOParams",
+    "sample": "termagent.train.sampling:SampleParams",
     "grpo": "termagent.train.grpo:GRPOParams",
     "mt_grpo": "termagent.train.mt_grpo:MTGRPOParams",
 }
@@ -188,8 +189,18 @@ def build(cls: type[T], data: Any, where: str) -> T:
         raise ParamsError(f"{where}: {exc}") from exc
 
 
+# Sections whose `seed` is the run's: the top-level `seed` key of params.yaml, unless the section sets its own.
+# One key makes a seeded variant one DVC experiment: `dvc exp run -S seed=1`.
+RUN_SEEDED = ("sample", "warmup", "grpo", "sft", "dpo", "curate", "mt_grpo")
+
+
 def section(params: dict[str, Any], name: str, cls: type[T], file: str = "params.yaml") -> T:
-    return build(cls, params.get(name), f"{file}: {name}")
+    data = params.get(name)
+    if name in RUN_SEEDED and "seed" in params and isinstance(data, dict) and "seed" not in data:
+        if not isinstance(params["seed"], int) or isinstance(params["seed"], bool):
+            raise ParamsError(f"{file}: seed must be int, got {params['seed']!r}")
+        data = {**data, "seed": params["seed"]}
+    return build(cls, data, f"{file}: {name}")
 
 
 def read_sections(params_file: str | Path = "params.yaml", profile: str | Path | None = None, *,

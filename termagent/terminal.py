@@ -41,6 +41,11 @@ class TerminalError(RuntimeError):
     """The tmux session could not be started or driven."""
 
 
+class TrialExpired(TerminalError):
+    """The container behind the terminal was killed at the agent timeout (the runner's deadline): every later
+    exec raises this, and the agent ends its episode as "timeout" instead of driving a removed container."""
+
+
 @dataclass(frozen=True)
 class TerminalConfig:
     session: str = "agent"

@@ -38,8 +38,6 @@ def test_every_design_anchor_the_code_names_exists():
     assert broken == []
 
 
-@pytest.mark.xfail(strict=True, reason="params.yaml, profiles/h100.yaml, termagent/train/*.py and "
-                   "embedded_overrides.py still name the outside design document: drop this marker when they point into docs/")
 def test_nothing_points_at_a_design_document_outside_the_repository():
     found = [f"{p.relative_to(ROOT)}:{n}" for p in SOURCES if p.name != Path(__file__).name
              for n, line in enumerate(p.read_text().splitlines(), 1) if OUTSIDE.search(line)]

@@ -9,6 +9,8 @@ A dep covers a module when it names the file or a directory above it (`termagent
 everything under it).
 
     python -m pytest tests/test_dvc_deps.py -q
+
+The stages are DVC's own expansion of dvc.yaml (`foreach` included), not the YAML as written.
 """
 
 from __future__ import annotations
@@ -22,7 +24,19 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+
+
+def expanded_stages() -> dict[str, dict]:
+    """Every stage as DVC runs it (`foreach` expanded, `${...}` resolved): name -> {cmd, deps}, read through
+    DVC's own index, so a stage generated from params is checked like a written one."""
+    from dvc.repo import Repo
+
+    with Repo(str(REPO)) as repo:
+        return {stage.addressing.split(":")[-1]: {"cmd": stage.cmd, "deps": [d.def_path for d in stage.deps]}
+                for stage in repo.index.stages if stage.cmd}
+
+
+STAGES = expanded_stages()
 
 
 def module_file(name: str) -> Path | None:

@@ -19,6 +19,11 @@ class AgentConfig:
     # rest of its turn budget only costs decoding (the random base model writes max_output_tokens every turn).
     max_failed_replies: int | None = None
     seed: int | None = None  # passed to the policy (reproducible sampling where the backend honours it)
+    # A stuck episode ends early (ended_by "stuck") instead of holding a slot until the task's agent timeout:
+    # the same keystrokes sent this many replies in a row, or the terminal still busy (no prompt came back:
+    # a command blocks it) after this many turns in a row. None: no such check (Terminus-2).
+    max_repeats: int | None = 3
+    max_blocked_turns: int | None = 3
     # Context management. The limit is the policy's own (its tokenizer and model) unless overridden here;
     # when neither knows it, only a context-length error from the backend triggers a reduction.
     context_limit: int | None = None
@@ -47,6 +52,9 @@ class AgentConfig:
             problems.append(f"max_turns must be >= 1, got {self.max_turns}")
         if self.max_failed_replies is not None and self.max_failed_replies < 1:
             problems.append(f"max_failed_replies must be >= 1 or null, got {self.max_failed_replies}")
+        for name in ("max_repeats", "max_blocked_turns"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
+                problems.append(f"{name} must be >= 1 or null, got {getattr(self, name)}")
         if self.max_output_tokens < 1:
             problems.append(f"max_output_tokens must be >= 1, got {self.max_output_tokens}")
         if self.context_strategy not in ("summarize", "drop_oldest", "end"):

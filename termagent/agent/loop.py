@@ -27,7 +27,7 @@ from termagent.agent.context import ContextLimitReached, ContextManager, Context
 from termagent.agent.episode import EpisodeRecord
 from termagent.policy import ContextLengthExceeded, Policy
 from termagent.protocol.protocols import protocol_for
-from termagent.terminal import TerminalConfig, TmuxTerminal
+from termagent.terminal import TerminalConfig, TmuxTerminal, TrialExpired
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,7 @@ class TerminusAgent:
             pending = task_prompt
             awaiting_confirmation = False
             failed_in_row = 0  # replies in a row that ran nothing (parse error or cut off)
+            repeats, blocked, last_keys = 0, 0, None  # stuck detection (config.max_repeats / max_blocked_turns)
             for index in range(config.max_turns):
                 if stop_at is not None and time.monotonic() >= stop_at:
                     record.ended_by = "timeout"
@@ -90,6 +91,10 @@ class TerminusAgent:
                     turn["observation"] = pending
                     continue
                 record.add_generation(turn, generation)
+                if stop_at is not None and time.monotonic() >= stop_at:  # the call itself ran into the deadline
+                    turn.update(t_end=time.time())
+                    record.ended_by = "timeout"
+                    break
                 history = [*messages, {"role": "assistant", "content": generation.text}]
                 parsed = protocol.parse(generation.text)
                 turn.update(parse_ok=parsed.ok and generation.finish_reason != "length",
@@ -120,6 +125,16 @@ class TerminusAgent:
                         turn.update(observation=None, t_end=time.time())
                         record.ended_by = "task_complete"
                         break
+                    keys = turn["keystrokes"]
+                    repeats = repeats + 1 if keys and keys == last_keys else 1
+                    last_keys = keys
+                    sent = any(c.keystrokes.strip() for c in response.commands)
+                    blocked = blocked + 1 if sent and output.rc is None else 0
+                    stuck = _stuck(config, repeats, blocked)
+                    if stuck:
+                        turn.update(observation=None, t_end=time.time(), stuck=stuck)
+                        record.ended_by = "stuck"
+                        break
                     awaiting_confirmation = response.task_complete
                     pending = protocol.observation(output.text, incremental=output.incremental,
                                                  warnings=parsed.warnings,
@@ -130,6 +145,8 @@ class TerminusAgent:
                 record.ended_by = "max_turns"
         except ContextLimitReached:
             record.ended_by = "context_limit"  # context_strategy "end" (multi-turn RL): not a failure
+        except TrialExpired:
+            record.ended_by = "timeout"  # the runner killed the container at the agent timeout: stop, cleanly
         except ContextOverflow as error:
             record.fail(error)
         except Exception as error:
@@ -141,3 +158,13 @@ class TerminusAgent:
             except Exception as error:  # noqa: BLE001 (the container may be gone: killed on timeout)
                 log.debug("closing the terminal failed: %s", error)
         return record.finish()
+
+
+def _stuck(config: AgentConfig, repeats: int, blocked: int) -> str | None:
+    """Why the episode is stuck, or None: the same keystrokes `max_repeats` replies in a row, or the terminal
+    still busy (no prompt back) after `max_blocked_turns` turns in a row."""
+    if config.max_repeats is not None and repeats >= config.max_repeats:
+        return f"the same keystrokes {repeats} replies in a row"
+    if config.max_blocked_turns is not None and blocked >= config.max_blocked_turns:
+        return f"the terminal still busy after {blocked} turns in a row"
+    return None

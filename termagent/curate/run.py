@@ -33,13 +33,24 @@ def resolve_eval_ids(tasks, index: Path | None, eval_ids: str | None, eval_fract
     return {t for t, s in splits.items() if s == "eval"}, f"assign_splits(eval_fraction={eval_fraction}, seed={split_seed})"
 
 
-def run_curation(rollouts: Path, tasks_dirs: list[Path], out: Path, judge, config: CurateConfig,
+def run_curation(rollouts: Path | None, tasks_dirs: list[Path], out: Path, judge, config: CurateConfig,
                  index: Path | None = None, eval_ids: str | None = None, eval_fraction: float = TasksConfig.eval_fraction,
-                 split_seed: int = TasksConfig.split_seed) -> dict:
+                 split_seed: int = TasksConfig.split_seed, rates: Path | None = None) -> dict:
+    """`rates` (a sample stage's rates.json): the measured solve rates rank and filter the tasks; else the
+    rollouts' rewards do."""
     tasks = load_task_contexts(tasks_dirs)
     evals, source = resolve_eval_ids(tasks, index, eval_ids, eval_fraction, split_seed)
-    read = ReadStats(str(rollouts))
-    stats = task_stats(rollouts, read)
+    read = ReadStats(str(rollouts or rates))
+    if rates is not None:
+        from termagent.curate.weights import rate_stats
+        from termagent.train.sampling import read_rates
+
+        stats = rate_stats(read_rates(rates))
+        read.n_records = sum(s.n for s in stats.values())
+    elif rollouts is None:
+        raise ValueError("curate needs rollouts or measured solve rates")
+    else:
+        stats = task_stats(rollouts, read)
     warnings = []
     if read.n_records == 0:
         warnings.append(f"{rollouts}: no valid rollouts; nothing can be selected")
@@ -51,9 +62,9 @@ def run_curation(rollouts: Path, tasks_dirs: list[Path], out: Path, judge, confi
         warnings.append(f"{len(unknown)} task id(s) in the rollouts are not in the tasks dir: {unknown[:5]}")
     for w in warnings:
         log.warning(w)
-    result = curate_tasks(tasks, evals, stats, judge, config)
+    result = curate_tasks(tasks, evals, stats, judge, config, measured=rates is not None)
     write_curation(result, out, warnings)
-    return {"selected": len(result.selected), "candidates": len(result.weights), "tasks": len(tasks),
+    return {"selected": len(result.selected), "source": str(rates or rollouts), "candidates": len(result.weights), "tasks": len(tasks),
             "eval": len(evals), "eval_source": source, "contaminated": len(result.contamination["excluded_train_ids"]),
             "judge": result.judge, "rollouts": read.n_records, "malformed_lines": read.n_malformed,
             "warnings": warnings}

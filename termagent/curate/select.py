@@ -30,10 +30,14 @@ log = logging.getLogger(__name__)
 class CurateConfig:
     target_size: int = 0  # tasks to select; 0 = every eligible task (embedded default; H100: 100)
     min_quality: int = 7  # keep quality >= this: quality <= 6 is dropped
-    drop_difficulties: list[str] = field(default_factory=lambda: ["easy"])
+    drop_difficulties: list[str] = field(default_factory=list)  # the measured rates decide, not the label
     seed: int = 0
     weights: WeightConfig = field(default_factory=WeightConfig)
     contamination: ContaminationConfig = field(default_factory=ContaminationConfig)
+    # with measured solve rates: keep tasks whose rate lies strictly between these (a task never or always
+    # solved gives every group one outcome: no advantage for multi-turn RL)
+    min_rate: float = 0.0
+    max_rate: float = 1.0
 
 
 @dataclass
@@ -64,7 +68,8 @@ def _passes(a: TaskAnalysis, cfg: CurateConfig) -> str | None:
 
 
 def curate_tasks(tasks: dict[str, TaskContext], eval_ids: set[str], stats: dict[str, TaskStats], judge: Judge,
-                 config: CurateConfig | None = None) -> CurationResult:
+                 config: CurateConfig | None = None, *, measured: bool = False) -> CurationResult:
+    """`measured`: `stats` are solve rates (rate_stats): a task outside (min_rate, max_rate) is dropped."""
     cfg = config or CurateConfig()
     train = [tasks[t] for t in sorted(tasks) if t not in eval_ids]
     evals = [tasks[t] for t in sorted(tasks) if t in eval_ids]
@@ -79,7 +84,11 @@ def curate_tasks(tasks: dict[str, TaskContext], eval_ids: set[str], stats: dict[
             match = next(p for p in report.pairs if p["train_id"] == tid)
             decisions[tid] = f"dropped:near-duplicate of eval task {match['eval_id']} ({match['similarity']:.2f})"
         elif tid not in stats:
-            decisions[tid] = "dropped:no rollouts"
+            decisions[tid] = "dropped:not sampled" if measured else "dropped:no rollouts"
+        elif measured and not cfg.min_rate < stats[tid].mean_reward < cfg.max_rate:
+            st = stats[tid]
+            decisions[tid] = (f"dropped:solve rate {round(st.mean_reward * st.n)}/{st.n} outside "
+                              f"({cfg.min_rate}, {cfg.max_rate})")
     candidates = [t.id for t in train if t.id not in decisions]
     weights = weights_for(stats, candidates, cfg.weights)
 

@@ -36,9 +36,22 @@ class TaskStats:
         """Population std of the task's rewards (0 for a single rollout)."""
         return math.sqrt(self._m2 / self.n) if self.n else 0.0
 
+    @classmethod
+    def from_rate(cls, n: int, passes: int, mean_turns: float) -> TaskStats:
+        """A measured solve rate (passes of n episodes, rewards 0/1) as reward statistics."""
+        rate = passes / n if n else 0.0
+        return cls(n=n, mean_turns=mean_turns, mean_reward=rate, _m2=n * rate * (1 - rate))
+
     def to_dict(self) -> dict:
         return {"n": self.n, "mean_turns": self.mean_turns, "mean_reward": self.mean_reward,
                 "reward_std": self.reward_std}
+
+
+def rate_stats(rates: dict[str, dict]) -> dict[str, TaskStats]:
+    """Per-task statistics from a sample stage's solve rates (termagent.train.sampling): the weight then reads
+    the pass rate, not a shaped reward."""
+    return {tid: TaskStats.from_rate(r["n"], r["passes"], r.get("mean_turns") or 0.0)
+            for tid, r in rates.items() if r["n"]}
 
 
 def task_stats(rollouts: str | Path, read_stats: ReadStats | None = None) -> dict[str, TaskStats]:
@@ -53,8 +66,8 @@ def task_stats(rollouts: str | Path, read_stats: ReadStats | None = None) -> dic
 class WeightConfig:
     turns_mu: float = 5.0
     turns_sigma: float = 2.0
-    reward_mu: float = 0.4
-    reward_sigma: float = 0.25
+    reward_mu: float = 0.5  # a solve rate near one half: the most groups with a pass and a fail
+    reward_sigma: float = 0.3
     std_floor: float = 0.05  # added to reward_std
 
 

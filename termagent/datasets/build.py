@@ -49,6 +49,8 @@ class BuildConfig:
     prm_pairs: int = 50  # N: kept dpo pairs with the highest step_reward_std that get step scores
     judge_batch: int = 64  # queries handed to the judge at once (its concurrency works within one batch)
     source: str = "grpo"  # recorded in sft/api_sft `source`
+    rft_per_task: int = 2  # sampled trajectories: passing ones per task in rft_sft.jsonl (distinct conversations)
+    turn_pairs_per_task: int = 4  # sampled trajectories: (pass, fail) pairs per task in dpo_turns.jsonl
 
 
 @dataclass

@@ -31,12 +31,15 @@ def datasets() -> None:
 @profile_option
 @click.option("--rollouts", default="data/rollouts/grpo/rollouts.jsonl", show_default=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--sampled", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A sample stage's rollouts.jsonl: rft_sft.jsonl (verified passes) and dpo_turns.jsonl (a pass and a "
+                   "fail of one task at the turn where they part).")
 @click.option("--out", default="data/datasets", show_default=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--tasks", "tasks_dirs", type=click.Path(exists=True, file_okay=False, path_type=Path), multiple=True,
               help="Task directory or directory of tasks (repeatable; default: params tasks.dirs).")
 @click.option("--progress/--no-progress", default=True)
-def build(params_file: Path, profile: str | None, rollouts: Path, out: Path, tasks_dirs: tuple[Path, ...],
-          progress: bool) -> None:
+def build(params_file: Path, profile: str | None, rollouts: Path, sampled: Path | None, out: Path,
+          tasks_dirs: tuple[Path, ...], progress: bool) -> None:
     """Write sft/dpo/dpo_filtered/api_sft/prm_sequence/prm_step.jsonl and summary.json under OUT. The knobs are
     params sections `datasets` and `judge` (the `datasets` stage runs this command: stages/build_datasets.py)."""
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
@@ -47,6 +50,10 @@ def build(params_file: Path, profile: str | None, rollouts: Path, out: Path, tas
                                  load_task_contexts(list(tasks_dirs) or p.tasks.dirs), p.datasets, progress=progress)
     except JudgeError as e:
         raise click.ClickException(str(e)) from e
+    if sampled is not None:
+        from termagent.datasets.trajectories import write_sampled
+
+        summary.counts.update(write_sampled(sampled, out, p.datasets.rft_per_task, p.datasets.turn_pairs_per_task))
     counts = " ".join(f"{k.removesuffix('.jsonl')}={v}" for k, v in summary.counts.items())
     click.echo(f"{out}: {counts} (judge {summary.judge}, {summary.input['n_records']} rollouts, "
                f"{summary.input['n_malformed']} malformed lines, {summary.wall_s:.2f}s)")

@@ -31,6 +31,9 @@ class EvalConfig:
     backend: Literal["local", "harbor", "tb1"] = "local"
     # the task index's held-out groups evaluated (never trained on); each is reported on its own (by_split)
     split: list[str] | str = field(default_factory=lambda: ["eval", "eval_id", "eval_ood"])  # a str: one group
+    # model -> the groups its eval stage evaluates (the eval@<model> stages iterate over it); a model not listed
+    # gets `split`
+    models: dict[str, list[str]] = field(default_factory=dict)
     # at most this many tasks per group (0 / absent: all), spread over families: keeps each eval to minutes
     max_per_split: dict[str, int] = field(default_factory=lambda: {"eval": 0, "eval_id": 0, "eval_ood": 4})
     attempts: int = 2
@@ -51,6 +54,9 @@ class EvalConfig:
             raise ValueError("eval.split must name at least one split group")
         if any(v < 0 for v in self.max_per_split.values()):
             raise ValueError(f"eval.max_per_split values must be >= 0, got {self.max_per_split}")
+        for model, groups in self.models.items():
+            if not groups:
+                raise ValueError(f"eval.models.{model} must name at least one split group")
         if self.attempts < 1:
             raise ValueError(f"eval.attempts must be >= 1, got {self.attempts}")
         if self.concurrency < 1:
@@ -67,3 +73,8 @@ class ReportConfig:
     n_resamples: int = 10000
     confidence: float = 0.95
     seed: int = 0
+
+
+def groups_for(cfg: EvalConfig, model: str) -> list[str]:
+    """The held-out groups `model` is evaluated on: eval.models[model], else eval.split."""
+    return list(cfg.models.get(model) or cfg.split)

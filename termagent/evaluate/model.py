@@ -40,6 +40,11 @@ def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_
         return write_not_evaluated(model, start, reason=reason, out_dir=out_dir, metrics_path=metrics_path, log=log)
     out_dir.mkdir(parents=True, exist_ok=True)
     if cfg.backend == "local":
+        from dataclasses import replace
+
+        from termagent.evaluate.config import groups_for
+
+        cfg = replace(cfg, split=groups_for(cfg, model))
         return _evaluate_local(artifact, cfg, agent, sandbox, serve, tasks_index, image_record, out_dir,
                                metrics_path, log)
     return _evaluate_official(artifact, cfg, serve, out_dir, metrics_path)

@@ -310,6 +310,7 @@ def metrics_view(summary: dict) -> dict:
         "n_common_tasks": summary["n_common_tasks"],
         "bootstrap": summary["bootstrap"],
         "not_evaluated": summary.get("not_evaluated") or {},
+        "mechanism": summary.get("mechanism") or {},
         "against_start": {
             m: {"start": a["start"],
                 **{group: {k: v for k, v in c.items() if k not in ("model", "base")}

@@ -15,7 +15,7 @@ import click
 from termagent.evaluate.config import ReportConfig  # the `report:` section (registered in termagent.params)
 from termagent.params import profile_option, read_sections
 from termagent.report.build import build_summary, load_eval_metrics, not_evaluated, write_reports
-from termagent.report.training import load_training_metrics
+from termagent.report.training import load_training_metrics, mechanism_figures
 
 
 @click.command("report")
@@ -27,8 +27,13 @@ from termagent.report.training import load_training_metrics
 @click.option("--train-metrics", "train_files", multiple=True,
               type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="A training stage's metrics/<stage>/train.json (repeatable): what it reported, in comparison.md.")
+@click.option("--rates", "rates_files", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A sample stage's data/sample/<model>/rates.json (repeatable): the solve rates RL trained on.")
+@click.option("--datasets-summary", default=None, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="data/datasets/summary.json: the rows and pairs the datasets stage built.")
 def report(metric_files: tuple[Path, ...], params_file: Path, profile: str | None, summary_path: Path,
-           reports_dir: Path, train_files: tuple[Path, ...]) -> None:
+           reports_dir: Path, train_files: tuple[Path, ...], rates_files: tuple[Path, ...],
+           datasets_summary: Path | None) -> None:
     """Compare eval metrics files (metrics/eval/*.json) with the base: overlap, paired bootstrap, reports."""
     cfg = read_sections(params_file, profile, missing_ok=True, report=ReportConfig).report
     try:
@@ -36,6 +41,11 @@ def report(metric_files: tuple[Path, ...], params_file: Path, profile: str | Non
         summary = build_summary(metrics, base=cfg.base, n_resamples=cfg.n_resamples,
                                 confidence=cfg.confidence, seed=cfg.seed, skipped=not_evaluated(list(metric_files)))
         training = load_training_metrics(list(train_files))
+        for path in rates_files:  # data/sample/<model>/rates.json -> sample_<model>
+            training[f"sample_{path.parent.name}"] = _json_object(path)
+        if datasets_summary is not None:
+            training["datasets"] = _json_object(datasets_summary)
+        summary["mechanism"] = mechanism_figures(training)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
     write_reports(summary, metrics, reports_dir, summary_path=summary_path, training=training)
@@ -47,3 +57,15 @@ def report(metric_files: tuple[Path, ...], params_file: Path, profile: str | Non
         click.echo(f"{name:>10} - {cfg.base}: {c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]")
     click.echo(f"{summary_path}, {reports_dir}/comparison.md, {reports_dir}/overlap.md, {reports_dir}/accuracy.png")
 
+
+
+def _json_object(path: Path) -> dict:
+    import json
+
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not JSON ({e.msg})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")  # noqa: TRY004 (bad input: a ClickException)
+    return data

@@ -38,11 +38,35 @@ def _warmup_row(w: dict) -> str:
 
 
 def _grpo_row(g: dict) -> str:
-    return (f"{g.get('steps', '—')} steps over {g.get('n_rollouts', '—')} replies: "
+    config = g.get("config") or {}
+    return (f"{g.get('steps', '—')} steps over {g.get('n_rollouts', '—')} replies on {g.get('tasks', '—')} tasks: "
             f"valid JSON {_num(g.get('valid_json_rate'), '.2f')}, "
             f"verifier pass {_num(g.get('verifier_pass_rate'), '.3f')}, "
-            f"{g.get('groups_nonzero_std', '—')}/{g.get('groups', '—')} groups with reward std > 0 "
-            f"(the others carry no gradient), {g.get('n_infra_failures', 0)} infrastructure failures")
+            f"{g.get('groups_signal', '—')}/{g.get('groups', '—')} groups drawn with a pass and a fail, "
+            f"**{_num(g.get('trained_groups_signal_frac'), '.2f')} of the groups trained on** after "
+            f"{g.get('resampled_groups', 0)} resampled (the others carry no gradient), learning-rate mass {_num(lr_mass(config), '.2e')}, "
+            f"{g.get('n_infra_failures', 0)} infrastructure failures")
+
+
+def lr_mass(config: dict) -> float | None:
+    """learning rate x optimizer steps (the schedule's shape aside): how far a stage may move its adapter."""
+    lr, steps = config.get("learning_rate"), config.get("max_steps")
+    return lr * steps if lr and steps and steps > 0 else None
+
+
+def _sample_row(r: dict) -> str:
+    m = r.get("summary") or {}
+    return (f"`{r.get('model')}` at temperature {r.get('temperature')}: {m.get('tasks', '—')} train tasks x "
+            f"{r.get('attempts', '—')}, pass rate {_num(m.get('pass_rate'), '.3f')}; **{m.get('tasks_mixed', '—')} "
+            f"tasks with a pass and a fail**, {m.get('tasks_all_pass', '—')} always, {m.get('tasks_all_fail', '—')} "
+            f"never solved; {m.get('infra_failures', 0)} infrastructure failures")
+
+
+def _datasets_row(d: dict) -> str:
+    c = d.get("counts") or {}
+    return (f"rft_sft {c.get('rft_sft.jsonl', '—')} verified passing trajectories, dpo_turns "
+            f"{c.get('dpo_turns.jsonl', '—')} divergent-turn pairs, dpo_filtered {c.get('dpo_filtered.jsonl', '—')} "
+            f"GRPO pairs, api_sft {c.get('api_sft.jsonl', '—')} rows")
 
 
 def _sft_row(s: dict) -> str:
@@ -59,12 +83,45 @@ def _dpo_row(d: dict) -> str:
 def _mt_grpo_row(m: dict) -> str:
     rewards = " / ".join(_num(r, ".2f") for r in m.get("reward_mean") or []) or "—"
     filtered = " / ".join(_num(f, ".2f") for f in m.get("filtered_frac") or []) or "—"
-    return (f"{m.get('steps', '—')} steps, outcome reward mean per step {rewards}, filtered {filtered}; "
+    signal = " / ".join(_num(f, ".2f") for f in m.get("signal_groups_frac") or []) or "—"
+    nonzero = " / ".join(_num(f, ".2f") for f in m.get("outcome_nonzero_groups_frac") or []) or "—"
+    return (f"{m.get('steps', '—')} steps, outcome reward mean per step {rewards}, **groups with a pass and a fail "
+            f"{signal}**, groups with a non-zero outcome {nonzero}, filtered {filtered}; "
             f"turns reaching the loss token-identical {m.get('clean_turns', '—')}, "
             f"drifted {m.get('drift_turns', '—')}")
 
 
-_ROWS = {"warmup": _warmup_row, "grpo": _grpo_row, "sft": _sft_row, "dpo": _dpo_row, "mt_grpo": _mt_grpo_row}
+_ROWS = {"warmup": _warmup_row, "sample_warmup": _sample_row, "grpo": _grpo_row, "datasets": _datasets_row,
+         "sft": _sft_row, "dpo": _dpo_row, "sample_dpo": _sample_row, "mt_grpo": _mt_grpo_row}
+
+
+def mechanism_figures(train: dict[str, dict]) -> dict[str, dict]:
+    """Per stage, the numbers that say whether it had something to learn from (metrics/summary.json)."""
+    out: dict[str, dict] = {}
+    for name in ("sample_warmup", "sample_dpo"):
+        if (r := train.get(name)) and r.get("summary"):
+            m = r["summary"]
+            out[name] = {k: m.get(k) for k in ("tasks", "episodes", "pass_rate", "tasks_mixed", "tasks_all_pass",
+                                                "tasks_all_fail", "infra_failures")}
+    if g := train.get("grpo"):
+        out["grpo"] = {"groups": g.get("groups"), "groups_signal": g.get("groups_signal"),
+                       "groups_signal_frac": g.get("groups_signal_frac"), "verifier_pass_rate": g.get("verifier_pass_rate"),
+                       "trained_groups_signal_frac": g.get("trained_groups_signal_frac"),
+                       "resampled_groups": g.get("resampled_groups"),
+                       "tasks": g.get("tasks"), "lr_mass": lr_mass(g.get("config") or {})}
+    if d := train.get("datasets"):
+        out["datasets"] = {k: (d.get("counts") or {}).get(k) for k in ("rft_sft.jsonl", "dpo_turns.jsonl",
+                                                                       "dpo_filtered.jsonl", "api_sft.jsonl")}
+    if s := train.get("sft"):
+        out["sft"] = {"conversations": s.get("n_conversations"), "steps": s.get("global_steps"),
+                      "datasets": s.get("datasets")}
+    if d := train.get("dpo"):
+        out["dpo"] = {"pairs_used": (d.get("pairs") or {}).get("used", 0), "skipped": bool(d.get("skipped")),
+                      "steps": d.get("global_steps"), "last_reward_accuracy": d.get("last_reward_accuracy")}
+    if m := train.get("mt_grpo"):
+        out["mt_grpo"] = {k: m.get(k) for k in ("steps", "reward_mean", "signal_groups_frac",
+                                                 "outcome_nonzero_groups_frac", "filtered_frac")}
+    return out
 
 
 def training_rows(train: dict[str, dict]) -> list[tuple[str, str]]:

@@ -1,4 +1,9 @@
-"""The single-turn GRPO reward (docs/design.md#single-turn-reward): 0.05·format + 0.10·script + 0.85·verifier."""
+"""The single-turn GRPO reward (docs/design.md#single-turn-reward): format·[valid JSON] + script·[exit 0] + verifier·outcome.
+
+The default is the outcome alone with a format gate: 1 when the reply is valid Terminus JSON and the task's tests
+pass, else 0 (a reply that does not parse runs nothing). Shaped terms (format, script, pytest partial credit) give
+a group reward variance that says nothing about solving: scaled by the group's std they become full-size
+advantages for writing JSON, which the policy already does. They stay available as weights."""
 
 from __future__ import annotations
 
@@ -7,9 +12,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RewardWeights:
-    format: float = 0.05    # the reply is valid Terminus JSON with at least one command
-    script: float = 0.10    # the commands ran with exit status 0
-    verifier: float = 0.85  # 1.0 when the task's tests pass, else pytest passed/total
+    format: float = 0.0     # the reply is valid Terminus JSON with at least one command
+    script: float = 0.0     # the commands ran with exit status 0
+    verifier: float = 1.0   # the outcome: 1.0 when the task's tests pass
+    partial_credit: bool = False  # a failed verifier earns pytest passed/total instead of 0
 
 
 def single_turn_reward(format_ok: bool, script_ok: bool, verifier_reward: float,

@@ -13,7 +13,12 @@ class BuildError(SandboxError):
 
 
 class AgentTimeoutError(SandboxError):
-    """The agent phase ran past the task's agent timeout. Graded: the trial's reward is 0."""
+    """The agent phase ran past the task's agent timeout. Graded: the trial's reward is 0. `record` holds the
+    episode as far as it got (the agent ended it with ended_by "timeout"), or None."""
+
+    def __init__(self, message: str, record: dict | None = None):
+        super().__init__(message)
+        self.record = record
 
 
 class VerifierTimeoutError(SandboxError):

@@ -96,6 +96,8 @@ def _run_trial(sandbox: Sandbox, task: Task, agent: Agent, *, attempt: int,
             result.verifier_output = limit_output(verdict.output, limit)
     except Exception as e:
         result.error = {"class": type(e).__name__, "message": str(e)[:4000]}
+        if getattr(e, "record", None) is not None and result.agent_result is None:
+            result.agent_result = e.record  # the episode up to the timeout (its turns stay in the trajectory)
         if getattr(e, "output", None) and not result.verifier_output:  # a VerifierError's output
             result.verifier_output = limit_output(e.output, limit)
         if isinstance(e, GRADED_ERRORS):
@@ -131,9 +133,10 @@ def _run_agent(trial: Trial, task: Task, agent: Agent) -> dict | None:
     worker.start()
     worker.join(trial.remaining)
     if worker.is_alive():
-        trial.kill()
-        worker.join(5)  # let it see its exec end; a thread stuck elsewhere is abandoned (daemon)
-        raise AgentTimeoutError(f"agent {agent.name} ran past the agent timeout ({task.agent_timeout_sec:g} s)")
+        trial.kill()  # from here every exec of the agent raises TrialExpired: it ends its episode as "timeout"
+        worker.join(5)  # let it see its exec end; a thread stuck elsewhere (a model call) is abandoned (daemon)
+        raise AgentTimeoutError(f"agent {agent.name} ran past the agent timeout ({task.agent_timeout_sec:g} s)",
+                                record=outcome.get("record"))
     trial.end_agent_phase()
     if "error" in outcome:
         raise outcome["error"]

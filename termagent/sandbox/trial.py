@@ -22,6 +22,7 @@ import docker
 
 from termagent.sandbox.task_image import TaskImage
 from termagent.tasks.model import Task
+from termagent.terminal import TrialExpired
 from termagent.truncate import BoundedOutput
 
 # Between `timeout`'s TERM and its KILL, and before we stop reading a stream that an escaped
@@ -60,6 +61,7 @@ class Trial:
         self.deadline = time.monotonic() + task.agent_timeout_sec
         self.timings: dict[str, float] = {}
         self.oom_killed = False
+        self.expired = False  # set by kill() at the agent timeout
         self._oom_kills_seen = 0
         self._agent_phase = True
         self._agent_log = BoundedOutput(output_limit_bytes)
@@ -86,10 +88,17 @@ class Trial:
         whole group at the timeout, KILL 2 s later, so background children die with it.
         `files`, (local path, absolute container path) pairs, are copied in by the same exec just before
         `cmd` runs (a tar on its stdin): one engine round trip instead of two (`put_files` + `exec`)."""
-        if files:
-            result = self._exec_with_files(cmd, files, timeout=timeout, workdir=workdir, env=env, user=user)
-        else:
-            result = self._exec(_argv(cmd), timeout=timeout, workdir=workdir, env=env, user=user)
+        if self.expired:  # the container was killed at the agent timeout (and may be removed by now)
+            raise TrialExpired(f"trial {self.task.id}: exec after the agent timeout killed the container")
+        try:
+            if files:
+                result = self._exec_with_files(cmd, files, timeout=timeout, workdir=workdir, env=env, user=user)
+            else:
+                result = self._exec(_argv(cmd), timeout=timeout, workdir=workdir, env=env, user=user)
+        except docker.errors.APIError as e:
+            if self.expired:  # killed while this exec ran: the engine's 404/409 is the timeout, not a failure
+                raise TrialExpired(f"trial {self.task.id}: the agent timeout killed the container ({e})") from e
+            raise
         if self._agent_phase:
             self._agent_log.write(f"$ {cmd if isinstance(cmd, str) else shlex.join(cmd)}\n".encode())
             self._agent_log.write(result.output.encode())
@@ -187,7 +196,10 @@ class Trial:
             return f.read() if f else None
 
     def kill(self) -> None:
-        """Kill every process in the container (used on the agent timeout); no exec works after it."""
+        """Kill every process in the container (used on the agent timeout); no exec works after it: `exec`
+        raises TrialExpired from now on, so an agent still running ends its episode instead of calling a
+        container that is being removed."""
+        self.expired = True
         try:
             self.container.kill()
         except docker.errors.APIError:

@@ -36,8 +36,8 @@ os.environ["USE_HUB_KERNELS"] = "NO"
 # -- LoRA ---------------------------------------------------------------------------------------------------
 @dataclass
 class LoraParams:
-    r: int = 64  # adapter rank (DESIGN §4: r=64 on the 8B model)
-    alpha: int = 64  # scaling = alpha / r (DESIGN §4: alpha=64)
+    r: int = 64  # adapter rank (docs/design.md#the-gpu-configuration: r=64 on the 8B model)
+    alpha: int = 64  # scaling = alpha / r (docs/design.md#the-gpu-configuration: alpha=64)
     dropout: float = 0.0  # 0: sampling and the loss see the same network (RESEARCH rec. 6)
     target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
                                                                "gate_proj", "up_proj", "down_proj"])  # all linear layers of a Qwen3 block

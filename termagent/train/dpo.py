@@ -2,7 +2,7 @@
 
 The SFT adapter is loaded as a trainable PeftModel and passed with no `peft_config`: TRL then adds a frozen
 "ref" adapter copied from "default", so the reference policy is the SFT policy (RESEARCH §4, rec. 9).
-Rows (DESIGN §3 dpo schema: prompt, chosen, rejected) are conversational: the shared history goes in
+Rows (docs/design.md#datasets dpo schema: prompt, chosen, rejected) are conversational: the shared history goes in
 `prompt` and only the first diverging assistant turn in chosen/rejected (anything after it would be
 environment text that gets loss). Rows TRL would drop silently (prompt alone >= max_length) are dropped
 here, counted and logged.
@@ -39,7 +39,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class DPOParams:
-    dataset: str = "data/datasets/dpo_filtered.jsonl"  # DESIGN §3 dpo rows
+    # preference rows (prompt, chosen, rejected): the judge-filtered GRPO pairs and the sampled trajectories'
+    # divergent-turn pairs (termagent/datasets/trajectories.py)
+    datasets: list[str] = field(default_factory=lambda: ["data/datasets/dpo_filtered.jsonl",
+                                                         "data/datasets/dpo_turns.jsonl"])
     skip_if_empty: bool = False  # empty input: False fails loudly; True saves the SFT adapter unchanged, recorded
     beta: float = 0.1  # TRL default: strength of the pull towards the reference (the SFT policy)
     loss_type: list[str] = field(default_factory=lambda: ["sigmoid"])  # TRL loss names; ["sigmoid", "sft"] = RPO
@@ -60,6 +63,8 @@ class DPOParams:
             raise ValueError(f"beta must be > 0, got {self.beta}")
         if not self.loss_type:
             raise ValueError("loss_type must name at least one TRL DPO loss")
+        if isinstance(self.datasets, str):
+            raise TypeError("datasets must be a list of JSONL paths")
 
 
 def _messages(value: Any, role: str = "assistant") -> list[dict]:
@@ -71,11 +76,11 @@ def _messages(value: Any, role: str = "assistant") -> list[dict]:
 
 
 def to_preference(row: dict, where: str) -> dict | None:
-    """A DESIGN §3 dpo row -> {prompt, chosen, rejected} (conversational, one diverging assistant turn each).
+    """A docs/design.md#datasets dpo row -> {prompt, chosen, rejected} (conversational, one diverging assistant turn each).
     None when the two sides share everything or diverge outside an assistant turn."""
     for key in ("prompt", "chosen", "rejected"):
         if key not in row:
-            raise ValueError(f"{where}: missing field {key!r} (DESIGN §3 dpo: prompt, chosen, rejected)")
+            raise ValueError(f"{where}: missing field {key!r} (docs/design.md#datasets dpo: prompt, chosen, rejected)")
     prompt = _messages(row["prompt"], role="user")
     chosen, rejected = _messages(row["chosen"]), _messages(row["rejected"])
     shared = 0
@@ -117,7 +122,7 @@ def load_preferences(path: str | Path, tokenizer, max_length: int) -> tuple[list
 
 def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path, params: DPOParams, *,
               metrics_dir: str | Path, stage: str = "dpo", curves_png: str | Path | None = None) -> dict[str, Any]:
-    """DPO on `params.dataset` starting from (and referenced to) the SFT adapter; saves the new adapter."""
+    """DPO on `params.datasets` starting from (and referenced to) the SFT adapter; saves the new adapter."""
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
@@ -126,10 +131,16 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
     metrics_dir = Path(metrics_dir)
     with timer.phase("load"):
         tokenizer = load_tokenizer(base_dir)
-        rows, counts = load_preferences(params.dataset, tokenizer, params.max_length)
+        rows, counts = [], Counter()
+        for path in params.datasets:
+            got, c = load_preferences(path, tokenizer, params.max_length)
+            rows += got
+            counts.update({f"{k}": v for k, v in c.items()})
+            counts[f"used:{Path(path).name}"] = c.get("used", 0)
+        counts = dict(counts)
         model = load_model(base_dir, sft_adapter, trainable=True)
     if not rows:
-        message = (f"dpo: no usable preference pair in {params.dataset} ({counts}); the datasets stage found no "
+        message = (f"dpo: no usable preference pair in {params.datasets} ({counts}); the datasets stage found no "
                    "passing/failing pair")
         if not params.skip_if_empty:
             raise ValueError(message + ". Set dpo.skip_if_empty: true to pass the SFT adapter through.")
@@ -141,7 +152,7 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
         # The stage's declared outputs exist either way: an empty curve log that says why, and a PNG.
         atomic.write_json(metrics_dir / "dvclive" / "skipped.json", {"skipped": "empty input", "pairs": counts})
         plot_curves(metrics_dir, curves_png or metrics_dir / "curves.png", f"{stage}: skipped",
-                    note=f"no usable preference pair in {params.dataset}")
+                    note=f"no usable preference pair in {params.datasets}")
         return metrics
     before = adapter_state(model)
     scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there

@@ -34,14 +34,14 @@ from termagent import atomic
 from termagent.rewards import RewardWeights
 from termagent.rollouts import JsonlAppender, iter_jsonl
 from termagent.train.common import LoraParams, is_main_process
-from termagent.train.single_turn import Outcome, rollout_records, step_record
+from termagent.train.single_turn import Outcome, group_stats, rollout_records, step_record
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class GRPORound2:
-    """DESIGN.md §4, GRPO round 2: what `grpo.round: 2` changes."""
+    """docs/design.md#the-gpu-configuration, GRPO round 2: what `grpo.round: 2` changes."""
 
     num_generations: int = 16  # a bigger group: more groups with a nonzero reward std
     max_prompt_length: int = 2048  # longer task prompts admitted
@@ -51,11 +51,11 @@ class GRPORound2:
 
 @dataclass
 class GRPOParams:
-    """The `grpo:` section. Defaults are DESIGN.md §4 (the H100 run); params.yaml shrinks them for CPU."""
+    """The `grpo:` section. Defaults are docs/design.md#the-gpu-configuration (the H100 run); params.yaml shrinks them for CPU."""
 
     round: int = 1  # 1 | 2: round 2 applies `round2` (one switch: `dvc exp run -S grpo.round=2`)
     round2: GRPORound2 = field(default_factory=GRPORound2)
-    lora: LoraParams = field(default_factory=lambda: LoraParams(r=64, alpha=64))  # DESIGN §4; unused when starting from the warmup adapter (that adapter is trained on)
+    lora: LoraParams = field(default_factory=lambda: LoraParams(r=64, alpha=64))  # docs/design.md#the-gpu-configuration; unused when starting from the warmup adapter (that adapter is trained on)
     reward: RewardWeights = field(default_factory=RewardWeights)  # 0.05 format + 0.10 script + 0.85 verifier
     num_generations: int = 8  # completions per prompt (the group)
     per_device_train_batch_size: int = 4  # completions per micro-batch
@@ -85,6 +85,10 @@ class GRPOParams:
     vllm_enable_sleep_mode: bool = False  # sleep mode reloads weights on every call (RESEARCH §1.6)
     vllm_importance_sampling_mode: str = "token_truncate"  # sequence_mask drops long replies wholesale (#4772)
     rolling_window: int = 20  # steps in the reward's rolling mean ± 1 sigma curve
+    # dynamic sampling (DAPO): a group whose replies all pass or all fail is replaced by a fresh group of another
+    # task, when that one holds a pass and a fail, for up to this many rounds a step; 0: such groups stay, with
+    # advantage 0
+    max_resamples: int = 1
 
     def __post_init__(self) -> None:
         if self.round not in (1, 2):
@@ -130,25 +134,61 @@ def make_trainer_class():
         """GRPOTrainer + the sandbox: containers announced before generation, rollouts logged after scoring,
         time per phase measured, the reward's rolling mean ± 1 sigma logged next to TRL's metrics."""
 
-        def __init__(self, *args, env, run_log: RunLog, rolling_window: int = 20, **kwargs):
+        def __init__(self, *args, env, run_log: RunLog, rolling_window: int = 20, resample_pool=(),
+                     max_resamples: int = 0, **kwargs):
             super().__init__(*args, **kwargs)
             self.env = env
             self.run_log = run_log
+            self.resample_pool = list(resample_pool)  # dataset rows a group without signal may be replaced by
+            self.max_resamples = max_resamples
             self._rewards = deque(maxlen=rolling_window)
             self.add_callback(_StepEnd(self))
 
         def _generate_and_score_completions(self, inputs):
+            """One generation batch, scored; then DAPO's dynamic sampling: a group whose replies all pass or all
+            fail (no advantage, no gradient) is replaced by a fresh group of a task not in the batch, when that
+            group holds a pass and a fail, for up to `max_resamples` rounds. Every generated group is logged to
+            rollouts.jsonl (`resample` = its round); the step record describes the batch that trained."""
             step = self.state.global_step
             t0 = time.monotonic()
-            self.env.prepare([x["task_id"] for x in inputs])
             self.run_log.timing["generate"] = 0.0
-            out = super()._generate_and_score_completions(inputs)
+            self.run_log.timing["score"] = 0.0
+            out, outcomes = self._scored_batch(inputs, step, 0)
+            g = self.num_generations
+            inputs, replaced = list(inputs), 0
+            for round_ in range(1, self.max_resamples + 1):
+                dead = [k for k in range(len(outcomes) // g) if not has_signal(outcomes[k * g:(k + 1) * g])]
+                used = {x["task_id"] for x in inputs}
+                pool = [row for row in self.resample_pool if row["task_id"] not in used]
+                if not dead or not pool:
+                    break
+                import random
+
+                picks = random.Random(f"{self.args.seed}/{step}/{round_}").sample(pool, min(len(dead), len(pool)))
+                fresh = [dict(row) for row in picks for _ in range(g)]
+                new, new_outcomes = self._scored_batch(fresh, step, round_)
+                for j, k in enumerate(dead[:len(picks)]):
+                    if has_signal(new_outcomes[j * g:(j + 1) * g]):
+                        splice_groups(out, new, k * g, j * g, g, pad_id=self._tokenizer.pad_token_id)
+                        outcomes[k * g:(k + 1) * g] = new_outcomes[j * g:(j + 1) * g]
+                        inputs[k * g:(k + 1) * g] = fresh[j * g:(j + 1) * g]
+                        replaced += 1
+            if replaced:
+                mask = out["completion_mask"] if "tool_mask" not in out else out["completion_mask"] * out["tool_mask"]
+                out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
             timing = self.run_log.timing
             timing["generate_and_score"] = time.monotonic() - t0
-            timing["score"] = self.env.last_score_s
-            self.run_log.add_rollouts(step, [x["prompt"] for x in inputs], self.env.last_outcomes,
-                                      group_size=self.num_generations, generate_s=timing["generate"])
+            self.run_log.set_trained(step, outcomes, group_size=g, replaced=replaced)
             return out
+
+        def _scored_batch(self, inputs, step: int, round_: int):
+            self.env.prepare([x["task_id"] for x in inputs])
+            out = super()._generate_and_score_completions(inputs)
+            self.run_log.timing["score"] += self.env.last_score_s
+            outcomes = list(self.env.last_outcomes)
+            self.run_log.add_rollouts(step, [x["prompt"] for x in inputs], outcomes, group_size=self.num_generations,
+                                      generate_s=self.run_log.timing["generate"], resample=round_)
+            return out, outcomes
 
         def _generate(self, prompts):
             t0 = time.monotonic()
@@ -183,6 +223,7 @@ def make_trainer_class():
                 logs["infra_failures"] = self.run_log.last_step["n_infra_failures"]
                 logs["verifier_pass_rate"] = self.run_log.last_step["verifier_pass_rate"]
                 logs["format_valid_rate"] = self.run_log.last_step["format_valid_rate"]
+                logs["signal_groups_frac"] = self.run_log.last_step["signal_groups_frac"]
             super().log(logs, start_time)
 
     class _StepEnd(TrainerCallback):
@@ -199,6 +240,41 @@ def make_trainer_class():
     return TerminalGRPOTrainer
 
 
+def has_signal(group: list[Outcome]) -> bool:
+    """A group carries signal about solving when its scored replies hold a verified pass and a fail."""
+    passes = [(o.verifier_reward or 0.0) >= 1.0 for o in group if o.reward is not None]
+    return 0 < sum(passes) < len(passes)
+
+
+def splice_groups(out: dict, new: dict, at: int, src: int, size: int, *, pad_id: int) -> None:
+    """Rows [at, at+size) of TRL's scored batch `out` replaced, in place, by rows [src, src+size) of `new`: 1-D
+    tensors row for row, 2-D ones padded to the wider of the two first (prompt tensors on the left, as TRL pads
+    prompts; completion-aligned ones on the right), ids with `pad_id`, masks and log-probabilities with 0."""
+    import torch
+
+    for key, value in list(out.items()):
+        other = new.get(key)
+        if not torch.is_tensor(value) or value.dim() == 0 or other is None:
+            continue
+        if value.dim() == 2:
+            left = key.startswith("prompt")
+            fill = pad_id if key.endswith("_ids") else (1.0 if key == "importance_sampling_ratio" else 0)
+            width = max(value.size(1), other.size(1))
+            value, other = (_pad_to(t, width, left=left, fill=fill) for t in (value, other))
+        value[at:at + size] = other[src:src + size].to(value.dtype)
+        out[key] = value
+
+
+def _pad_to(t, width: int, *, left: bool, fill):
+    import torch
+
+    extra = width - t.size(1)
+    if extra <= 0:
+        return t.clone()
+    pad = torch.full((t.size(0), extra), fill, dtype=t.dtype, device=t.device)
+    return torch.cat([pad, t] if left else [t, pad], dim=1)
+
+
 class RunLog:
     """rollouts.jsonl / steps.jsonl of a run, and the time each step spent per phase."""
 
@@ -206,27 +282,39 @@ class RunLog:
         self.rollouts = JsonlAppender(rollouts_dir / "rollouts.jsonl")
         self.steps = JsonlAppender(rollouts_dir / "steps.jsonl")
         self.timing: dict[str, float] = {}
-        self._pending: tuple[int, list[Outcome], float] | None = None
+        self._pending: tuple[int, list[Outcome], float, int] | None = None
         self.last_step: dict | None = None
         self.last_step_timing: dict[str, float] = {}
         self.step_timings: list[dict[str, float]] = []
+        self.replaced = 0  # groups the last step's dynamic sampling replaced
 
-    def add_rollouts(self, step: int, prompts, outcomes: list[Outcome], *, group_size: int, generate_s: float):
+    def add_rollouts(self, step: int, prompts, outcomes: list[Outcome], *, group_size: int, generate_s: float,
+                     resample: int = 0):
         records, frac_zero = rollout_records(outcomes, prompts, training_step=step, group_size=group_size,
                                              generate_s=generate_s)
+        for r in records:
+            r["resample"] = resample  # 0: the step's own draw; k: the k-th round of dynamic sampling
         self.rollouts.write_batch(records)  # before the backward pass: a crash from here loses no reply
-        self._pending = (step, list(outcomes), frac_zero)
+        self._pending = (step, list(outcomes), frac_zero, group_size)
+
+    def set_trained(self, step: int, outcomes: list[Outcome], *, group_size: int, replaced: int) -> None:
+        """The batch the step trains on (after dynamic sampling): its step record's numbers."""
+        _, frac_zero = group_stats([o.reward for o in outcomes], group_size)
+        self._pending = (step, list(outcomes), frac_zero, group_size)
+        self.replaced = replaced
 
     def end_step(self, step: int, step_s: float) -> None:
         if self._pending is None:
             return
-        gen_step, outcomes, frac_zero = self._pending
+        gen_step, outcomes, frac_zero, group_size = self._pending
         t = self.timing
         timings = {"step": step_s, "generate": t.get("generate", 0.0), "score": t.get("score", 0.0),
                    "backward": max(0.0, t.get("training_step", 0.0) - t.get("generate_and_score", 0.0)),
                    **_trial_means(outcomes)}
         timings["other"] = max(0.0, step_s - t.get("training_step", 0.0))  # optimizer, logging, checkpoints
-        record = step_record(outcomes, training_step=gen_step, frac_zero_std=frac_zero, timings=timings)
+        record = step_record(outcomes, training_step=gen_step, frac_zero_std=frac_zero, timings=timings,
+                             group_size=group_size)
+        record["resampled_groups"] = self.replaced
         self.steps.write(record)
         self.last_step, self.last_step_timing = record, {k: round(v, 4) for k, v in timings.items()}
         self.step_timings.append(timings)
@@ -394,7 +482,9 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
                           args=args, train_dataset=dataset, peft_config=None if start_dir else c.lora.to_peft(),
                           callbacks=[dvclive_callback(paths.metrics_dir)] if resume is None
                           else [_resumed_dvclive(paths.metrics_dir)],
-                          env=env, run_log=run_log, rolling_window=c.rolling_window)
+                          env=env, run_log=run_log, rolling_window=c.rolling_window,
+                          resample_pool=[{"prompt": r["prompt"], "task_id": r["task_id"]} for r in rows],
+                          max_resamples=c.max_resamples)
     if before is None:
         before = adapter_state(trainer.model)
     if resume is not None:  # the rolling mean continues over the steps kept from the first try
@@ -503,10 +593,22 @@ def summarize_rollouts(rollouts_dir: Path) -> dict[str, Any]:
         "reward_mean": statistics.fmean(r["reward"] for r in scored) if scored else 0.0,
         "groups": len(groups),
         "groups_nonzero_std": sum(r[0]["step_reward_std"] > 0 for r in groups.values()),
+        # a group carries signal about solving when it holds a verified pass and a fail
+        "groups_signal": sum(_signal(g) for g in groups.values()),
+        "groups_signal_frac": round(sum(_signal(g) for g in groups.values()) / len(groups), 4) if groups else 0.0,
         "frac_zero_std_mean": statistics.fmean(s["frac_zero_std"] for s in steps) if steps else None,
+        # of the groups the steps trained on (after dynamic sampling): the share with a pass and a fail
+        "trained_groups_signal_frac": (round(statistics.fmean(s.get("signal_groups_frac", 0.0) for s in steps), 4)
+                                       if steps else None),
+        "resampled_groups": sum(s.get("resampled_groups", 0) for s in steps),
         "reward_first_step": steps[0]["reward_mean"] if steps else None,
         "reward_last_step": steps[-1]["reward_mean"] if steps else None,
     }
+
+
+def _signal(group: list[dict]) -> bool:
+    passes = sum(r["verifier_reward"] >= 1.0 for r in group)
+    return 0 < passes < len(group)
 
 
 def timing_summary(step_timings: list[dict[str, float]], steps_file: Path) -> dict[str, Any]:

@@ -70,7 +70,7 @@ class TurnCreditParams:
 
 @dataclass
 class MTGRPOParams:
-    # training (DESIGN §4: dr_grpo, scale_rewards none, temperature 1.0)
+    # training (docs/design.md#the-gpu-configuration: dr_grpo, scale_rewards none, temperature 1.0)
     max_steps: int = 2  # optimizer steps; each is one rollout batch
     learning_rate: float = 5e-6
     num_generations: int = 2  # trajectories per task (the group)
@@ -343,6 +343,9 @@ def make_trainer_class():
             metrics["mt/mean_turns"].append(sum(turns) / n)
             metrics["mt/format_valid_rate"].append(
                 sum(sum(r["turn_format_ok"]) for r in rows) / max(1, sum(turns)))
+            signal, nonzero = signal_groups(rows, self.num_generations)
+            metrics["mt/signal_groups_frac"].append(signal)
+            metrics["mt/outcome_nonzero_groups_frac"].append(nonzero)
             rollout = getattr(self.rollout_func, "last_stats", {})
             for key in ("rollout_wall_s", "mean_rows_per_batch", "unscored_logprobs"):
                 if key in rollout:
@@ -354,6 +357,19 @@ def make_trainer_class():
                                    num_generations=self.num_generations, stats=self.last_mt_stats, wall_s=wall_s)
 
     return MTGRPOTrainer
+
+
+def signal_groups(rows: list[dict], num_generations: int) -> tuple[float, float]:
+    """(share of groups holding a verified pass and a fail among their scored trajectories, share of groups whose
+    outcome reward is non-zero somewhere): the outcome's signal in a rollout batch."""
+    signal = nonzero = n = 0
+    for g in range(0, len(rows), num_generations):
+        scored = [r for r in rows[g: g + num_generations] if r["outcome"] is not None]
+        passes = sum((r["verifier_reward"] or 0.0) >= 1.0 for r in scored)
+        signal += 0 < passes < len(scored)
+        nonzero += any(r["outcome"] for r in scored)
+        n += 1
+    return (round(signal / n, 4), round(nonzero / n, 4)) if n else (0.0, 0.0)
 
 
 def write_rollout_logs(out_dir: Path, rows: list[dict], outcome_adv: list[float], turn_advs, *, step: int,
@@ -373,6 +389,7 @@ def write_rollout_logs(out_dir: Path, rows: list[dict], outcome_adv: list[float]
         scored = [r["outcome"] for r in group if r["outcome"] is not None]
         group_stds.append(std(scored))
     frac_zero = sum(s == 0.0 for s in group_stds) / max(1, len(group_stds))
+    signal, outcome_nonzero = signal_groups(rows, num_generations)
     for i, row in enumerate(rows):
         n_turns = len(row["turn_spans"])
         valid = sum(row["turn_format_ok"])
@@ -397,6 +414,7 @@ def write_rollout_logs(out_dir: Path, rows: list[dict], outcome_adv: list[float]
         "training_step": step, "n_completions": len(rows),
         "reward_mean": sum(scored) / len(scored) if scored else 0.0, "reward_std": std(scored),
         "frac_zero_std": frac_zero,
+        "signal_groups_frac": signal, "outcome_nonzero_groups_frac": outcome_nonzero,
         "format_valid_rate": sum(sum(r["turn_format_ok"]) for r in rows) / max(1, all_turns),
         "verifier_pass_rate": sum((r["verifier_reward"] or 0.0) >= 1.0 for r in rows) / len(rows),
         "wall_s": round(wall_s, 3), **{k: v for k, v in stats.items() if isinstance(v, (int, float))},
@@ -537,6 +555,10 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
                "step_wall_s": [s["wall_s"] for s in steps], "filtered_frac": [s.get("filtered_frac") for s in steps],
                "drift_turns": sum(s.get("drift_turns", 0) for s in steps),
                "clean_turns": sum(s.get("clean_turns", 0) for s in steps),
-               "reward_mean": [s["reward_mean"] for s in steps], "log_history": history, "params": params}
+               "reward_mean": [s["reward_mean"] for s in steps],
+               "signal_groups_frac": [s.get("signal_groups_frac") for s in steps],
+               "outcome_nonzero_groups_frac": [s.get("outcome_nonzero_groups_frac") for s in steps],
+               "verifier_pass_rate": [s.get("verifier_pass_rate") for s in steps],
+               "log_history": history, "params": params}
     write_stage_metrics(Path(metrics_dir) / "train.json", "mt_grpo", timer, **metrics)  # main process only
     return stage_metrics_doc("mt_grpo", timer, **metrics)

@@ -10,6 +10,7 @@ API-ranked SFT set) are turned into conversations.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import shutil
@@ -44,9 +45,9 @@ class SFTParams:
     # Local JSONL paths (conversations or rollout rows) and/or "hf_id@revision" (a 40-hex commit).
     datasets: list[str] = field(default_factory=lambda: ["data/sft/demos.jsonl"])
     max_length: int = 8192  # tokens per conversation; longer ones are cut at the end (TRL keep_start)
-    num_train_epochs: float = 2.0  # DESIGN §4
+    num_train_epochs: float = 2.0  # docs/design.md#the-gpu-configuration
     max_steps: int = -1  # > 0 overrides epochs (smoke runs)
-    learning_rate: float = 2e-5  # DESIGN §4
+    learning_rate: float = 2e-5  # docs/design.md#the-gpu-configuration
     lr_scheduler_type: str = "cosine"
     warmup_ratio: float = 0.1  # 10% warmup (passed as a fractional warmup_steps, transformers 5)
     per_device_train_batch_size: int = 1
@@ -61,6 +62,9 @@ class SFTParams:
     # the 8B at 8,192 tokens needs ~115 GiB without it: an H200, not an 80 GB H100)
     gradient_checkpointing: bool = True
     max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
+    # an adapter directory whose manifest lists the conversations it trained on (`trained_examples`): those are
+    # left out here, so a stage continuing that adapter trains on what it has not seen (null: keep all)
+    skip_seen_by: str | None = None
 
     def __post_init__(self):
         if not self.datasets:
@@ -203,6 +207,36 @@ def _run_summary(log_history: list[dict], seconds: float) -> dict[str, Any]:
             "tokens_per_s": round(tokens / seconds, 1) if seconds else None}
 
 
+def conversation_key(conversation: list[dict]) -> str:
+    """A conversation's identity in manifests (`trained_examples`): sha256 of its canonical JSON, 16 hex."""
+    return hashlib.sha256(json.dumps(conversation, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+
+
+def seen_by(adapter_dir: str | Path) -> set[str]:
+    """The conversation keys an adapter was trained on (its manifest's `trained_examples`)."""
+    manifest = Path(adapter_dir) / "manifest.json"
+    try:
+        keys = json.loads(manifest.read_text())["trained_examples"]
+    except (OSError, json.JSONDecodeError, KeyError) as e:
+        raise ValueError(f"{manifest}: no list of trained_examples to skip ({e}); retrain that stage, or set "
+                         "skip_seen_by: null") from None
+    return set(keys)
+
+
+def planned_examples(conversations: list[list[dict]], params: SFTParams) -> list[list[dict]]:
+    """The conversations a run of `max_steps` consumes: a seeded shuffle cut to max_steps x batch x
+    accumulation (all of them when that is more than there are, or max_steps <= 0), so a stage knows, and
+    records, exactly which conversations trained its adapter."""
+    import random
+
+    order = list(conversations)
+    random.Random(params.seed).shuffle(order)
+    if params.max_steps <= 0:
+        return order
+    budget = params.max_steps * params.per_device_train_batch_size * params.gradient_accumulation_steps
+    return order[:budget] if budget < len(order) else order
+
+
 def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, metrics_dir: str | Path,
               stage: str = "sft", curves_png: str | Path | None = None, init_adapter: str | Path | None = None,
               conversations: list[list[dict]] | None = None) -> dict[str, Any]:
@@ -220,6 +254,12 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
             conversations, counts = load_conversations(params.datasets)
         if params.max_examples:
             conversations = conversations[: params.max_examples]
+        if params.skip_seen_by:
+            seen = seen_by(params.skip_seen_by)
+            before_skip = len(conversations)
+            conversations = [c for c in conversations if conversation_key(c) not in seen]
+            counts["skipped_seen"] = before_skip - len(conversations)
+        conversations = planned_examples(conversations, params)
         if not conversations:
             raise ValueError(f"sft: no training conversation in {params.datasets}")
         tokenizer = load_tokenizer(base_dir)
@@ -247,7 +287,8 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
     changed = require_update(stage, before, adapter_state(trainer.model), trainer.state.global_step)
     with timer.phase("save"):
         manifest = {"stage": stage, "base": str(base_dir), "init_adapter": str(init_adapter) if init_adapter else None,
-                    "params": asdict(params), "datasets": counts}
+                    "params": asdict(params), "datasets": counts,
+                    "trained_examples": sorted(conversation_key(c) for c in conversations)}
         save_adapter(trainer.model, tokenizer, out_dir, manifest=manifest)
     metrics = {
         "n_conversations": len(conversations), "datasets": counts, **data_stats,

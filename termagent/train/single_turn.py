@@ -1,5 +1,5 @@
 """The single-turn GRPO environment: the agent's first-turn prompt, one reply executed in a fresh task
-container, and its reward (DESIGN.md §4: 0.05·format + 0.10·script + 0.85·verifier).
+container, and its reward (docs/design.md#single-turn-reward).
 
     env = SingleTurnEnv(sandbox, tasks, EnvConfig(...), eos_token_ids=[...])
     env.probe_screens()                       # one container per task: the terminal the prompt shows
@@ -92,11 +92,14 @@ class Outcome:
         return float(self.format_ok), float(self.script_ok), float(self.verifier_reward or 0.0)
 
 
-def verifier_score(reward: float | None, passed: int | None, total: int | None) -> float:
-    """1.0 when the tests pass (the verifier's reward reaches 1), else pytest passed/total (0 without a
-    pytest summary), clamped to [0, 1]."""
+def verifier_score(reward: float | None, passed: int | None, total: int | None, *,
+                   partial_credit: bool = True) -> float:
+    """1.0 when the tests pass (the verifier's reward reaches 1); else 0, or with `partial_credit` pytest
+    passed/total (0 without a pytest summary), clamped to [0, 1]."""
     if reward is not None and reward >= 1.0:
         return 1.0
+    if not partial_credit:
+        return 0.0
     if total:
         return max(0.0, min(1.0, (passed or 0) / total))
     return max(0.0, min(1.0, reward or 0.0))
@@ -291,7 +294,8 @@ class SingleTurnEnv:
             outcome.script_ok = False
             outcome.verifier_reward = 0.0
         else:
-            outcome.verifier_reward = verifier_score(result.reward, result.passed, result.total)
+            outcome.verifier_reward = verifier_score(result.reward, result.passed, result.total,
+                                                     partial_credit=self.config.weights.partial_credit)
         outcome.reward = single_turn_reward(outcome.format_ok, outcome.script_ok, outcome.verifier_reward,
                                             self.config.weights)
         return outcome
@@ -349,7 +353,7 @@ def group_stats(rewards: Sequence[float | None], group_size: int) -> tuple[list[
 
 def rollout_records(outcomes: Sequence[Outcome], prompts: Sequence[list[dict]], *, training_step: int,
                     group_size: int, generate_s: float) -> tuple[list[dict], float]:
-    """One rollouts.jsonl line per completion (DESIGN.md §3 fields + what the run saw), and the step's
+    """One rollouts.jsonl line per completion (docs/design.md#rollouts fields + what the run saw), and the step's
     zero-std share. Infrastructure failures are logged too (reward null, infra_failure true)."""
     rewards = [o.reward for o in outcomes]
     stds, frac_zero = group_stats(rewards, group_size)
@@ -368,8 +372,20 @@ def rollout_records(outcomes: Sequence[Outcome], prompts: Sequence[list[dict]], 
     return records, frac_zero
 
 
+def signal_groups_frac(outcomes: Sequence[Outcome], group_size: int) -> float:
+    """The share of groups with a verified pass and a scored fail (infrastructure failures left out)."""
+    groups = [outcomes[i:i + group_size] for i in range(0, len(outcomes), group_size)]
+    if not groups:
+        return 0.0
+    signal = 0
+    for g in groups:
+        scored = [(o.verifier_reward or 0.0) >= 1.0 for o in g if o.reward is not None]
+        signal += 0 < sum(scored) < len(scored)
+    return round(signal / len(groups), 4)
+
+
 def step_record(outcomes: Sequence[Outcome], *, training_step: int, frac_zero_std: float,
-                timings: dict[str, float]) -> dict:
+                timings: dict[str, float], group_size: int = 1) -> dict:
     scored = [o for o in outcomes if o.reward is not None]
     rewards = [o.reward for o in scored]
     n = len(outcomes)
@@ -381,6 +397,8 @@ def step_record(outcomes: Sequence[Outcome], *, training_step: int, frac_zero_st
         "reward_mean": statistics.fmean(rewards) if rewards else 0.0,
         "reward_std": statistics.stdev(rewards) if len(rewards) >= 2 else 0.0,
         "frac_zero_std": frac_zero_std,
+        # groups (consecutive rows of one task) holding a verified pass and a fail: the signal about solving
+        "signal_groups_frac": signal_groups_frac(outcomes, group_size),
         "format_valid_rate": sum(o.format_ok for o in outcomes) / n if n else 0.0,
         "parse_ok_rate": sum(o.parse_ok for o in outcomes) / n if n else 0.0,
         "script_ok_rate": sum(o.script_ok for o in outcomes) / n if n else 0.0,

@@ -198,3 +198,68 @@ def test_a_usable_reply_resets_the_failed_reply_count(sandbox, task):
     assert episode["ended_by"] == "task_complete" and episode["n_turns"] == 7 and result.reward == 1.0
     with pytest.raises(ValueError, match="max_failed_replies"):
         AgentConfig(max_failed_replies=0)
+
+
+# -- stuck episodes and the agent timeout ----------------------------------------------------------------
+
+
+def test_the_same_keystrokes_again_and_again_end_the_episode_as_stuck(sandbox, task):
+    same = reply(["ls /app\n"], duration=0.2)
+    policy = ScriptedPolicy([same] * 6)
+    result, episode = run_episode(sandbox, task, policy, max_turns=6, max_repeats=3, max_blocked_turns=None)
+    assert episode["ended_by"] == "stuck" and episode["n_turns"] == 3 and len(policy.script) == 3
+    assert "the same keystrokes 3 replies in a row" in episode["turns"][-1]["stuck"]
+    assert result.reward == 0.0  # the container is still verified: stuck is the model's failure, graded
+
+
+def test_a_terminal_that_stays_busy_ends_the_episode_as_stuck(sandbox, task):
+    # `cat` with no file waits on stdin: the prompt never comes back, whatever the model types next
+    policy = ScriptedPolicy([reply(["cat\n"], duration=0.3), reply(["hello\n"], duration=0.3),
+                             reply(["world\n"], duration=0.3), SOLVE, DONE, DONE])
+    _, episode = run_episode(sandbox, task, policy, max_turns=6, max_repeats=None, max_blocked_turns=3)
+    assert episode["ended_by"] == "stuck" and episode["n_turns"] == 3
+    assert [t["rc"] for t in episode["turns"]] == [None, None, None]
+    assert "still busy after 3 turns" in episode["turns"][-1]["stuck"]
+
+
+def test_without_the_checks_a_repeating_model_runs_to_its_turn_cap(sandbox, task):
+    same = reply(["ls /app\n"], duration=0.2)
+    _, episode = run_episode(sandbox, task, ScriptedPolicy([same] * 4), max_turns=4, max_repeats=None,
+                             max_blocked_turns=None)
+    assert episode["ended_by"] == "max_turns" and episode["n_turns"] == 4
+
+
+class SlowPolicy(ScriptedPolicy):
+    """A model call that outlives the task's agent timeout (a slow or descheduled model server)."""
+
+    def generate(self, messages_batch, **kw):
+        import time
+
+        time.sleep(self.delay)
+        return super().generate(messages_batch, **kw)
+
+
+def test_an_agent_timeout_ends_the_episode_cleanly_as_timeout(sandbox, task, caplog):
+    import dataclasses
+
+    from termagent.sandbox import run_trial
+
+    policy = SlowPolicy([SOLVE, DONE, DONE])
+    policy.delay = 3.0
+    short = dataclasses.replace(task, agent_timeout_sec=2.0)
+    result = run_trial(sandbox, short, TerminusAgent(policy, AgentConfig(deadline_margin_sec=0.5)))
+    assert result.error["class"] == "AgentTimeoutError" and result.reward == 0.0  # graded, as Harbor does
+    episode = result.agent_result  # the episode up to the timeout is kept, and says how it ended
+    assert episode is not None and episode["ended_by"] == "timeout" and episode["error"] is None
+    assert episode["turns"][0]["keystrokes"] == []  # the late reply was never typed into the killed container
+    assert "No such container" not in caplog.text and "episode" not in caplog.text
+
+
+def test_an_exec_after_the_kill_raises_trial_expired_not_an_engine_error(sandbox, task):
+    from termagent.terminal import TrialExpired
+
+    with sandbox.trial(task, attempt=0, agent_name="probe") as trial:
+        assert trial.exec("echo alive").output.strip() == "alive"
+        trial.kill()
+        with pytest.raises(TrialExpired, match="agent timeout"):
+            trial.exec("echo gone")

@@ -12,6 +12,7 @@ from termagent.curate import (
     ContaminationConfig,
     CurateConfig,
     TaskStats,
+    WeightConfig,
     curate_tasks,
     curation_weight,
     find_contamination,
@@ -34,10 +35,11 @@ def test_weight_matches_hand_computation():
     assert s.mean_reward == pytest.approx(0.4) and s.reward_std == pytest.approx(math.sqrt(0.08))
     peak_turns = 1 / (2 * math.sqrt(2 * math.pi))  # Normal(5; 5, 2)
     peak_reward = 1 / (0.25 * math.sqrt(2 * math.pi))  # Normal(0.4; 0.4, 0.25)
-    assert curation_weight(s) == pytest.approx(peak_turns * peak_reward * (math.sqrt(0.08) + 0.05))
+    cfg = WeightConfig(reward_mu=0.4, reward_sigma=0.25)
+    assert curation_weight(s, cfg) == pytest.approx(peak_turns * peak_reward * (math.sqrt(0.08) + 0.05))
     # one sigma away on both normals, zero variance: e^-0.5 each, times the 0.05 floor
     flat = stats(2, 3, [0.65, 0.65])
-    assert curation_weight(flat) == pytest.approx(peak_turns * math.exp(-0.5) * peak_reward * math.exp(-0.5) * 0.05)
+    assert curation_weight(flat, cfg) == pytest.approx(peak_turns * math.exp(-0.5) * peak_reward * math.exp(-0.5) * 0.05)
 
 
 def test_task_stats_from_rollouts_single_and_multi_turn(tmp_path):
@@ -98,7 +100,7 @@ def test_filter_dedup_and_rebalance():
     st["a"] = stats(4, 5, [0.0, 1.0, 0.0, 1.0])  # higher std: heavier than e
     judge = FixedAnalysisJudge(table)
 
-    everything = curate_tasks(tasks, set(), st, judge, CurateConfig())  # target 0: every eligible task
+    everything = curate_tasks(tasks, set(), st, judge, CurateConfig(drop_difficulties=["easy"]))  # target 0: all
     chosen = set(everything.selected_ids)
     assert chosen - {"a", "e"} == {"b", "f", "g"} and len(chosen & {"a", "e"}) == 1  # one of the duplicates
     dup = ({"a", "e"} - chosen).pop()
@@ -108,7 +110,7 @@ def test_filter_dedup_and_rebalance():
 
     # target 3 from a sample that happens to hold only file_ops tasks: rebalance brings the rare skill
     seed = next(s for s in range(500) if set(weighted_sample(everything.weights, 3, s)) <= {"a", "b", "c", "d", "e"})
-    small = curate_tasks(tasks, set(), st, judge, CurateConfig(target_size=3, seed=seed))
+    small = curate_tasks(tasks, set(), st, judge, CurateConfig(target_size=3, seed=seed, drop_difficulties=["easy"]))
     assert len(small.selected) == 3
     rebalanced = [s["id"] for s in small.selected if s["selected_by"] == "rebalance"]
     assert rebalanced and rebalanced[0] == "f"  # networking is unrepresented: rarest first

@@ -150,7 +150,7 @@ def test_dpo_reference_is_the_sft_policy_before_training(sft_run, tiny_model_dir
 
 def test_dpo_trains_from_the_sft_adapter(sft_run, tiny_model_dir, tmp_path):
     root, _ = sft_run
-    params = DPOParams(dataset=str(dpo_file(tmp_path / "d.jsonl")), max_length=512, max_steps=2,
+    params = DPOParams(datasets=[str(dpo_file(tmp_path / "d.jsonl"))], max_length=512, max_steps=2,
                        gradient_accumulation_steps=1, learning_rate=1e-2, warmup_ratio=0.0)
     metrics = train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
     assert metrics["pairs"]["used"] == 4 and metrics["global_steps"] == 2
@@ -165,7 +165,7 @@ def test_dpo_trains_from_the_sft_adapter(sft_run, tiny_model_dir, tmp_path):
 def test_dpo_whose_steps_change_nothing_fails_instead_of_saving(sft_run, tiny_model_dir, tmp_path):
     # one step under a warmup as long as the run: the learning rate is 0, the adapter stays the SFT one
     root, _ = sft_run
-    params = DPOParams(dataset=str(dpo_file(tmp_path / "d.jsonl")), max_length=512, max_steps=1,
+    params = DPOParams(datasets=[str(dpo_file(tmp_path / "d.jsonl"))], max_length=512, max_steps=1,
                        gradient_accumulation_steps=1, learning_rate=1e-2, warmup_ratio=0.1)
     with pytest.raises(RuntimeError, match="1 optimizer step.*changed none of the"):
         train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
@@ -175,10 +175,10 @@ def test_dpo_whose_steps_change_nothing_fails_instead_of_saving(sft_run, tiny_mo
 def test_dpo_empty_input_fails_clearly_or_skips(sft_run, tiny_model_dir, tmp_path):
     root, _ = sft_run
     (tmp_path / "empty.jsonl").write_text("")
-    params = DPOParams(dataset=str(tmp_path / "empty.jsonl"))
+    params = DPOParams(datasets=[str(tmp_path / "empty.jsonl")])
     with pytest.raises(ValueError, match="no usable preference pair.*skip_if_empty"):
         train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
-    params = DPOParams(dataset=str(tmp_path / "empty.jsonl"), skip_if_empty=True)
+    params = DPOParams(datasets=[str(tmp_path / "empty.jsonl")], skip_if_empty=True)
     metrics = train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
     assert metrics["skipped"] and (tmp_path / "dpo" / "adapter_config.json").is_file()
     # the stage's declared outputs exist when it skips (DVC fails a stage whose outs are missing)

@@ -1,0 +1,69 @@
+"""DVC stages `sample_<model>`: measure a model's solve rate on train tasks, before an RL stage trains it.
+
+    python stages/sample.py --model warmup --for grpo --out data/sample/warmup       # what `dvc repro sample_warmup` runs
+    python stages/sample.py --model dpo --for mt_grpo --only data/sample/warmup/rates.json --out data/sample/dpo
+
+Runs termagent.train.sampling.sample_policy: `sample.attempts` multi-turn episodes per train task (at most
+`sample.max_tasks`, spread over families) through the eval's agent loop, at the temperature of the RL stage
+named by --for (grpo.temperature or mt_grpo.temperature). --only restricts the tasks to those with at least
+one pass in an earlier sampling (a cheaper second measurement). Writes --out/rates.json and rollouts.jsonl.
+Reads params: sample, agent, eval.prefix_cache / eval.batched, the RL stage's temperature (and for mt_grpo its
+max_turns / max_turn_tokens: the episodes it will run), sandbox runner keys.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from termagent.agent.config import AgentConfig
+from termagent.evaluate.config import EvalConfig
+from termagent.params import profile_option, read_sections
+from termagent.sandbox.settings import SandboxParams
+from termagent.train.grpo import GRPOParams
+from termagent.train.mt_grpo import MTGRPOParams
+from termagent.train.sampling import SampleParams, read_rates, sample_policy, sample_tasks
+
+P = click.Path(path_type=Path)
+
+
+@click.command()
+@profile_option
+@click.option("--model", required=True, help="A directory name under models/ (warmup, dpo, ...).")
+@click.option("--for", "stage", type=click.Choice(["grpo", "mt_grpo"]), required=True,
+              help="The RL stage this measurement feeds: its temperature is sampled.")
+@click.option("--only", default=None, type=P, help="An earlier rates.json: sample only its tasks with a pass.")
+@click.option("--tasks", "tasks_index", default="data/tasks.json", show_default=True, type=P)
+@click.option("--image", default="data/image.json", show_default=True, type=P)
+@click.option("--out", required=True, type=P, help="data/sample/<model>")
+def main(params_file, profile, model, stage, only, tasks_index, image, out) -> None:
+    from termagent.tasks.index import read_index, tasks_in_split
+    from termagent.tasks.split import family_of
+
+    s = read_sections(params_file, profile, sample=SampleParams, agent=AgentConfig, eval=EvalConfig,
+                      sandbox=SandboxParams, **{stage: GRPOParams if stage == "grpo" else MTGRPOParams})
+    rl = getattr(s, stage)
+    temperature = rl.temperature
+    # the episodes MT-GRPO will run: its turn cap, per-turn cap and context handling (GRPO's first turn is the
+    # eval agent's)
+    agent = rl.agent_config(s.agent) if stage == "mt_grpo" else s.agent
+    split_of = {r["id"]: r["split"] for r in read_index(tasks_index)["tasks"]}
+    train = tasks_in_split(tasks_index, "train")
+    try:
+        keep = {t for t, r in read_rates(only).items() if r["passes"] > 0} if only else None
+        tasks = sample_tasks(train, split_of, s.sample, only=keep)
+        doc = sample_policy(model, s.sample, agent=agent, eval_cfg=s.eval, sandbox_params=s.sandbox,
+                            temperature=temperature, tasks=tasks, families={t.id: family_of(t) for t in train},
+                            image=json.loads(image.read_text())["image"], out_dir=out, log=click.echo)
+    except (FileNotFoundError, ValueError, RuntimeError) as e:
+        raise click.ClickException(str(e)) from e
+    m = doc["summary"]
+    click.echo(f"{out}/rates.json: {m['tasks']} tasks x {doc['attempts']}, pass rate {m['pass_rate']:.3f}; tasks "
+               f"mixed {m['tasks_mixed']}, all pass {m['tasks_all_pass']}, all fail {m['tasks_all_fail']}; "
+               f"infra failures {m['infra_failures']}, wall {doc['wall_s']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Measured solve rates: sample a policy on train tasks through the eval's own agent loop.
+
+    rates = sample_policy("warmup", SampleParams(), agent=..., eval_cfg=..., sandbox=..., temperature=0.7,
+                          tasks=train_tasks, image=..., out_dir=Path("data/sample/warmup"))
+
+Every RL stage trains where its start policy *sometimes* succeeds: a task it always solves or never solves gives
+a group of identical rewards, hence no advantage and no gradient. So before GRPO (and before MT-GRPO) the start
+policy runs `attempts` multi-turn episodes on each sampled train task, at the RL stage's temperature, with the
+same TerminusAgent, sandbox and verifier as the eval. The output is a versioned artifact (out_dir):
+
+    rates.json      {"model", "temperature", "attempts", "summary": {...},
+                     "tasks": {task_id: {"n", "passes", "rate", "family", "mean_turns", "errors"}}}
+    rollouts.jsonl  one line per episode: task_id, attempt, reward, passed, ended_by, n_turns, error,
+                    conversation (the chat as the model last saw it, with its last reply)
+
+Infrastructure failures (reward None, not a graded error) are not counted in n: they are not the policy's 0.
+Only train tasks are ever sampled (the caller passes them; `sample_tasks` refuses any other split).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from termagent import atomic
+
+PASS = 1.0  # a trajectory passes when the verifier's reward reaches this (every test passes)
+
+
+@dataclass(frozen=True)
+class SampleParams:
+    """The `sample:` section: how the start policy of an RL stage is measured on train tasks."""
+
+    attempts: int = 4  # episodes per task: a rate in (0, 1) needs both outcomes among them
+    max_tasks: int = 48  # train tasks sampled, dealt round-robin over families (0: every train task)
+    concurrency: int = 8  # episodes at once; their model calls decode as one batch
+    seed: int = 0  # sampling seed of attempt 0 (attempt k: seed + 1000 k) and the task deal
+
+    def __post_init__(self) -> None:
+        if self.attempts < 2:
+            raise ValueError(f"sample.attempts must be >= 2 (a rate in (0, 1) needs two outcomes), got {self.attempts}")
+        if self.max_tasks < 0 or self.concurrency < 1:
+            raise ValueError(f"sample.max_tasks must be >= 0 and sample.concurrency >= 1, got {self.max_tasks}, "
+                             f"{self.concurrency}")
+
+
+def sample_tasks(tasks: list, split_of: dict[str, str], params: SampleParams, only: set[str] | None = None) -> list:
+    """The train tasks to sample: `only` (when given) restricts them; at most `max_tasks`, spread over families."""
+    from termagent.evaluate.splits import select_held_out
+
+    wrong = sorted(t.id for t in tasks if split_of.get(t.id) != "train")
+    if wrong:
+        raise ValueError(f"sampling reads train tasks only; got {len(wrong)} others, e.g. {wrong[:3]}")
+    if only is not None:
+        tasks = [t for t in tasks if t.id in only]
+    return select_held_out(tasks, split_of, {"train": params.max_tasks}, seed=params.seed)
+
+
+def trajectory_record(t: dict) -> dict:
+    """One rollouts.jsonl line of an episode (a trajectory of run_local_eval)."""
+    from termagent.agent.episode import final_conversation
+
+    reward = t.get("reward")
+    error = t.get("error")
+    return {"task_id": t["task_id"], "attempt": t["attempt"], "reward": reward,
+            "passed": reward is not None and reward >= PASS, "ended_by": t.get("ended_by"),
+            "n_turns": t.get("n_turns"), "error": error.get("class") if isinstance(error, dict) else error,
+            "conversation": final_conversation(t)}
+
+
+def solve_rates(records: list[dict], families: dict[str, str | None]) -> dict[str, dict[str, Any]]:
+    """Per task: scored episodes n (infrastructure failures left out), passes, rate, family, mean turns."""
+    by_task: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by_task[r["task_id"]].append(r)
+    out = {}
+    for task_id, rows in sorted(by_task.items()):
+        scored = [r for r in rows if r["reward"] is not None]
+        passes = sum(r["passed"] for r in scored)
+        out[task_id] = {"n": len(scored), "passes": passes, "rate": passes / len(scored) if scored else None,
+                        "family": families.get(task_id), "infra_failures": len(rows) - len(scored),
+                        "mean_turns": round(statistics.fmean(r["n_turns"] or 0 for r in scored), 2) if scored else None,
+                        "ended_by": dict(Counter(r["ended_by"] for r in rows))}
+    return out
+
+
+def mixed(rate: dict) -> bool:
+    """The task's episodes hold a pass and a fail: a group sampled there is likely to carry signal."""
+    return rate["n"] >= 2 and 0 < rate["passes"] < rate["n"]
+
+
+def summary_of(rates: dict[str, dict]) -> dict[str, Any]:
+    scored = [r for r in rates.values() if r["n"]]
+    n_ep = sum(r["n"] for r in scored)
+    by_family: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in scored:
+        by_family[str(r["family"])][0] += r["passes"]
+        by_family[str(r["family"])][1] += r["n"]
+    return {"tasks": len(rates), "episodes": n_ep, "passes": sum(r["passes"] for r in scored),
+            "pass_rate": round(sum(r["passes"] for r in scored) / n_ep, 4) if n_ep else 0.0,
+            "tasks_mixed": sum(mixed(r) for r in scored), "tasks_all_pass": sum(r["passes"] == r["n"] for r in scored),
+            "tasks_all_fail": sum(r["passes"] == 0 for r in scored),
+            "infra_failures": sum(r["infra_failures"] for r in rates.values()),
+            "pass_rate_by_family": {f: round(p / n, 3) for f, (p, n) in sorted(by_family.items())}}
+
+
+def read_rates(path: Path) -> dict[str, dict]:
+    """The `tasks` map of a rates.json, with a clear error naming the file."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        tasks = doc["tasks"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a solve-rate file of the sample stage ({e})") from None
+    for task_id, r in tasks.items():
+        if not isinstance(r, dict) or not {"n", "passes"} <= set(r):
+            raise ValueError(f"{path}: tasks[{task_id!r}] needs n and passes")
+    return tasks
+
+
+def tasks_with_signal(path: Path, *, min_rate: float = 0.0, max_rate: float = 1.0) -> list[str]:
+    """Task ids whose measured rate lies strictly inside (min_rate, max_rate): the RL stages' curriculum."""
+    return sorted(t for t, r in read_rates(path).items()
+                  if r["n"] >= 2 and min_rate < r["passes"] / r["n"] < max_rate)
+
+
+def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_params, temperature: float,
+                  tasks: list, families: dict[str, str | None], image: str, out_dir: Path,
+                  log=print) -> dict[str, Any]:
+    """Run the episodes, write out_dir/rates.json and rollouts.jsonl; return rates.json's content."""
+    from termagent.agent import TerminusAgent
+    from termagent.evaluate.trajectories import run_local_eval
+    from termagent.models.artifact import ModelArtifact
+    from termagent.policy import HFSpec, make_policy
+    from termagent.policy.shared import shared_policy
+    from termagent.sandbox import Sandbox
+
+    if not tasks:
+        raise ValueError("sample: no train task to sample")
+    artifact = ModelArtifact.open(model)
+    agent_cfg = dataclasses.replace(agent, temperature=temperature, seed=params.seed)
+    sandbox = Sandbox(sandbox_params.sandbox_config(image))
+    spec = HFSpec(model_dir=artifact.base, adapter=artifact.adapter, prefix_cache=eval_cfg.prefix_cache)
+    policy = shared_policy(make_policy(spec), params.concurrency, batched=eval_cfg.batched)
+    try:
+        log(f"sample {model}: {len(tasks)} train tasks x {params.attempts} attempts at temperature {temperature}")
+        trajectories, wall_s = run_local_eval(sandbox, tasks, TerminusAgent(policy, agent_cfg),
+                                              attempts=params.attempts, concurrency=params.concurrency, model=model)
+    finally:
+        policy.close()
+    records = [trajectory_record(t) for t in sorted(trajectories, key=lambda t: (t["task_id"], t["attempt"]))]
+    rates = solve_rates(records, families)
+    doc = {"model": model, "temperature": temperature, "attempts": params.attempts, "seed": params.seed,
+           "wall_s": round(wall_s, 1), "summary": summary_of(rates), "tasks": rates}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(out_dir / "rollouts.jsonl",
+                      "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    atomic.write_json(out_dir / "rates.json", doc)
+    return doc

@@ -1,0 +1,83 @@
+"""Measured solve rates (termagent/train/sampling.py) and the choices they drive: GRPO's and curate's tasks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from termagent.curate.select import CurateConfig, curate_tasks
+from termagent.curate.weights import rate_stats
+from termagent.judge.rules import RulesJudge
+from termagent.train.sampling import (
+    SampleParams,
+    read_rates,
+    sample_tasks,
+    solve_rates,
+    summary_of,
+    tasks_with_signal,
+)
+
+
+def rec(task, attempt, reward):
+    return {"task_id": task, "attempt": attempt, "reward": reward, "passed": reward is not None and reward >= 1.0,
+            "ended_by": "task_complete", "n_turns": 3, "error": None, "conversation": []}
+
+
+RECORDS = ([rec("always", i, 1.0) for i in range(4)] + [rec("never", i, 0.0) for i in range(4)]
+           + [rec("half", 0, 1.0), rec("half", 1, 0.0), rec("half", 2, 1.0), rec("half", 3, 0.0)]
+           + [rec("flaky_infra", 0, 1.0), rec("flaky_infra", 1, None), rec("flaky_infra", 2, 0.0)])
+
+
+def test_rates_leave_infrastructure_failures_out_and_the_summary_counts_mixed_tasks():
+    rates = solve_rates(RECORDS, {"always": "f1", "never": "f1", "half": "f2", "flaky_infra": "f2"})
+    assert rates["half"]["rate"] == 0.5 and rates["always"]["rate"] == 1.0 and rates["never"]["rate"] == 0.0
+    assert rates["flaky_infra"]["n"] == 2 and rates["flaky_infra"]["infra_failures"] == 1  # not the model's 0
+    s = summary_of(rates)
+    assert (s["tasks_mixed"], s["tasks_all_pass"], s["tasks_all_fail"], s["infra_failures"]) == (2, 1, 1, 1)
+    assert s["pass_rate_by_family"] == {"f1": 0.5, "f2": 0.5}
+
+
+def test_only_tasks_with_a_rate_strictly_inside_zero_one_carry_signal(tmp_path):
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps({"tasks": solve_rates(RECORDS, {})}))
+    assert tasks_with_signal(path) == ["flaky_infra", "half"]
+    assert tasks_with_signal(path, min_rate=0.5) == []
+    (tmp_path / "bad.json").write_text(json.dumps({"tasks": {"x": {"rate": 1}}}))
+    with pytest.raises(ValueError, match="bad.json.*needs n and passes"):
+        read_rates(tmp_path / "bad.json")
+
+
+class T:
+    def __init__(self, id, family):
+        self.id, self.metadata = id, {"family": family}
+
+
+def test_sampling_reads_train_tasks_only_and_spreads_over_families():
+    tasks = [T(f"{f}-{i}", f) for f in ("a", "b", "c") for i in range(4)]
+    split = {t.id: "train" for t in tasks}
+    picked = sample_tasks(tasks, split, SampleParams(max_tasks=3))
+    assert sorted(t.metadata["family"] for t in picked) == ["a", "b", "c"]
+    assert {t.id for t in sample_tasks(tasks, split, SampleParams(max_tasks=0), only={"a-1", "b-2"})} == {"a-1", "b-2"}
+    split["c-0"] = "eval_id"
+    with pytest.raises(ValueError, match="train tasks only"):
+        sample_tasks(tasks, split, SampleParams())
+    with pytest.raises(ValueError, match="attempts must be >= 2"):
+        SampleParams(attempts=1)
+
+
+def test_curate_with_measured_rates_keeps_easy_tasks_in_zero_one_and_weights_by_rate(tmp_path):
+    from termagent.judge.task_context import ProvidedPaths, TaskContext
+
+    ids = ["always", "half", "never", "quarter"]
+    tasks = {t: TaskContext(t, f"Task {t}: write the word {t} into /app/{t}.txt and nothing else, then stop.",
+                            f"def test_{t}():\n    assert open('/app/{t}.txt').read() == '{t}'\n",
+                            f"echo {t} > /app/{t}.txt\n", {"difficulty": "easy", "family": t}, "/app",
+                            ProvidedPaths.of([])) for t in ids}
+    rates = {"always": {"n": 4, "passes": 4}, "half": {"n": 4, "passes": 2}, "never": {"n": 4, "passes": 0},
+             "quarter": {"n": 4, "passes": 1}}
+    result = curate_tasks(tasks, set(), rate_stats(rates), RulesJudge(), CurateConfig(min_quality=0), measured=True)
+    assert sorted(result.selected_ids) == ["half", "quarter"]
+    assert result.decisions["always"].startswith("dropped:solve rate 4/4")
+    assert result.decisions["never"].startswith("dropped:solve rate 0/4")
+    assert result.weights["half"] > result.weights["quarter"]  # a rate near one half weighs most
