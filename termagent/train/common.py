@@ -447,7 +447,16 @@ def stage_metrics_doc(stage: str, timer: StageTimer | None = None, **metrics: An
         doc.update(timer.as_dict())
     doc.update(metrics)
     doc["environment"] = environment()
+    doc["peak_rss_gib"] = peak_rss_gib()
     return json.loads(json.dumps(doc, default=_jsonable))
+
+
+def peak_rss_gib() -> float:
+    """This process's peak resident memory so far, in GiB (Linux reports ru_maxrss in KiB): each training stage's
+    train.json records it, so a stage that grows under a shared host shows it."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
 
 
 def _jsonable(obj: Any):
