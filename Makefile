@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= mt_grpo_eval report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator
+.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention
 
 setup:
 	@bash scripts/setup.sh
@@ -62,6 +62,11 @@ bench-bf16: setup
 
 bench-allocator: setup
 	$(PY) scripts/bench_allocator.py --out metrics/bench_allocator.json
+
+# The trainer alone and beside a Docker-heavy job (containers started, busy, removed), OpenMP's spin-wait on or off.
+bench-contention: setup
+	$(PY) scripts/bench_allocator.py --vary OMP_WAIT_POLICY=ACTIVE,PASSIVE --beside alone,containers \
+		--out metrics/bench_contention.json
 
 bench-kv-cache: setup
 	$(PY) scripts/bench_kv_cache.py --out metrics/bench_kv_cache.json
