@@ -1,7 +1,7 @@
-"""DVC stages `<model>_eval` (base_eval, sft_eval, ...): evaluate one model on the held-out tasks.
+"""DVC stages `eval@<model>` (eval@base, eval@sft, ...: one foreach over eval.models): evaluate one model.
 
     python stages/eval.py --model base --tasks data/tasks.json --image data/image.json \
-        --out data/eval/base --metrics metrics/eval/base.json        # what `dvc repro base_eval` runs
+        --out data/eval/base --metrics metrics/eval/base.json        # what `dvc repro eval@base` runs
     python stages/eval.py --model sft --profile h100 ...
 
 Runs termagent.evaluate.model.evaluate_model (backend local | harbor | tb1).

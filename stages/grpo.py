@@ -62,15 +62,17 @@ def main(params_file, profile, warmup, tasks_index, rates, image, out, rollouts_
     tasks = tasks_in_split(tasks_index, "train")
     if rates is not None:
         try:
-            keep = set(tasks_with_signal(rates))
+            keep = set(tasks_with_signal(rates, min_rate=config.min_rate, max_rate=config.max_rate))
         except ValueError as e:
             raise click.ClickException(str(e)) from e
         if not keep:
-            raise click.ClickException(f"{rates}: no train task with a solve rate in (0, 1): GRPO would have no "
-                                       "group with a pass and a fail (raise sample.attempts or sample.max_tasks, or "
-                                       "train the start longer)")
+            raise click.ClickException(
+                f"{rates}: no train task with a solve rate in ({config.min_rate}, {config.max_rate}): GRPO would have "
+                "no group with a pass and a fail (raise sample.attempts or sample.max_tasks, train the start longer, "
+                "or widen grpo.min_rate / grpo.max_rate)")
         tasks = [t for t in tasks if t.id in keep]
-        click.echo(f"grpo: {len(tasks)} train tasks with a solve rate in (0, 1) ({rates})")
+        click.echo(f"grpo: {len(tasks)} train tasks with a solve rate in ({config.min_rate}, {config.max_rate}) "
+                   f"({rates})")
     with Sandbox(sandbox_config) as sandbox:
         try:
             m = train_grpo(config, paths, tasks=tasks, sandbox=sandbox,

@@ -68,7 +68,7 @@ def test_an_untrained_start_is_the_base_and_is_not_evaluated(tmp_path):
     reason, record = art.not_evaluated()
     assert record is art.untrained_start
     assert reason == (f"models/warmup_off trained no model of its own (start.json: start from {root / 'base'}), "
-                      "so there is nothing to evaluate: that model is base_eval's")
+                      "so there is nothing to evaluate: that model is eval@base's")
     # a start.json beside weights is a trained model: evaluated
     write_start(root / "sft", base_dir=root / "base", adapter=True)
     assert untrained_start("sft", root) is None and ModelArtifact.open("sft", root).not_evaluated() is None
@@ -83,7 +83,7 @@ def test_a_passed_through_adapter_names_whose_eval_it_is(tmp_path):
     reason, record = art.not_evaluated()
     assert record["skipped"] == "empty input"
     assert reason == ("models/dpo trained nothing of its own (empty input): it is the adapter of models/sft "
-                      "unchanged, which sft_eval evaluates")
+                      "unchanged, which eval@sft evaluates")
     # a manifest with init_adapter but no "skipped" is a trained adapter
     assert passed_through("sft", root) is None and ModelArtifact.open("sft", root).not_evaluated() is None
     (root / "dpo" / "manifest.json").write_text("{not json")

@@ -1,6 +1,6 @@
 """The H100 DAG on a CPU: profiles/h100.yaml (warmup off) with the smoke sizes and CPU stand-ins
 (tests/profiles/h100_on_cpu.yaml: the tiny model for the 8B one, vLLM, Harbor and OpenThoughts off), applied to
-a scratch copy of the repository; `dvc repro mt_grpo_eval report` runs to the end.
+a scratch copy of the repository; `dvc repro report` runs to the end.
 
 What the warmup being off must not break: every stage's declared outputs exist (the warmup's metrics say it was
 off, with no curve or number of training that did not happen), every consumer finds its model (GRPO, SFT, DPO and
@@ -36,7 +36,7 @@ def pipeline(tmp_path_factory, harbor_wheel) -> Path:
     params = yaml.safe_load((root / "params.yaml").read_text())
     assert params["warmup"]["enabled"] is False and params["base_model"]["source"] == "tiny"
     assert params["agent"]["protocol"] == "harbor-terminus-2"
-    run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], root, timeout=5400)
+    run([sys.executable, "-m", "dvc", "repro", "report"], root, timeout=5400)
     return root
 
 
@@ -74,7 +74,7 @@ def test_warmup_eval_evaluates_nothing_and_the_report_names_every_model(pipeline
     assert through in ([], ["dpo"])
     for model in through:
         record = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
-        assert record["evaluated"] is False and "models/sft unchanged, which sft_eval evaluates" in record["reason"]
+        assert record["evaluated"] is False and "models/sft unchanged, which eval@sft evaluates" in record["reason"]
     trained = [m for m in TRAINED if m not in through]
     evaluated = ["base", *trained]
     warmup = json.loads((pipeline / "metrics/eval/warmup.json").read_text())

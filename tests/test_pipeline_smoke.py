@@ -1,4 +1,4 @@
-"""The whole DAG on the smoke profile: `dvc repro mt_grpo_eval` in a scratch copy of the repository.
+"""The whole DAG on the smoke profile: `dvc repro report` in a scratch copy of the repository.
 
 Every stage runs for real (containers, TRL steps, evals) at the smallest sizes (profiles/smoke.yaml).
 Then the DVC promises of the pipeline are checked on the result:
@@ -44,7 +44,7 @@ def _set_param(root: Path, dotted: str, value) -> None:
 def pipeline(tmp_path_factory) -> Path:
     """A scratch copy of the repository (tracked and unignored files), on the smoke profile, reproduced."""
     root = scratch_copy(tmp_path_factory.mktemp("pipeline") / "repo", ["smoke"])
-    _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], root)
+    _run([sys.executable, "-m", "dvc", "repro", "report"], root)
     return root
 
 
@@ -53,11 +53,12 @@ def test_every_stage_ran_and_every_model_was_evaluated_per_split_group(pipeline)
 
     for model in MODELS:
         metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
-        if passed_through(model, pipeline / "models"):  # DPO without a pair: the SFT adapter, sft_eval's
-            assert model == "dpo" and metrics["evaluated"] is False and "which sft_eval evaluates" in metrics["reason"]
+        if passed_through(model, pipeline / "models"):  # DPO without a pair: the SFT adapter, eval@sft's
+            assert model == "dpo" and metrics["evaluated"] is False and "which eval@sft evaluates" in metrics["reason"]
             continue
         assert metrics["n_attempts"] >= 1, model
-        assert set(metrics["by_split"]) == {"eval", "eval_id", "eval_ood"}, model
+        groups = yaml.safe_load((pipeline / "params.yaml").read_text())["eval"]["models"][model]
+        assert set(metrics["by_split"]) == set(groups), model  # eval.models: the groups of each model's eval
     for adapter in ["grpo", "sft", "dpo", "mt_grpo"]:
         assert (pipeline / f"models/{adapter}/adapter_config.json").is_file(), adapter
     assert (pipeline / "data/rollouts/grpo/rollouts.jsonl").stat().st_size > 0
@@ -73,8 +74,11 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
     # `dvc plots show` renders the rerun's curves.
     _run(["git", "add", "-A"], pipeline)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first run"], pipeline)
-    readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.beta": {"dpo"}, "grpo.reward.script": {"grpo"},
-               "eval.attempts": {f"{m}_eval" for m in MODELS}, "curate.seed": {"curate"}}
+    readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.beta": {"dpo"}, "grpo.max_resamples": {"grpo"},
+               "eval.attempts": {f"eval@{m}" for m in MODELS}, "curate.min_quality": {"curate"},
+               "sample.attempts": {"sample_warmup", "sample_dpo"},
+               # the run's seed (`dvc exp run -S seed=1`): every training stage, nothing else
+               "seed": {"sample_warmup", "warmup", "grpo", "sft", "dpo", "sample_dpo", "curate", "mt_grpo"}}
     original = (pipeline / "params.yaml").read_text()
     try:
         for key, expected in readers.items():
@@ -85,9 +89,9 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
             assert _stale_stages(pipeline) == expected, key
             (pipeline / "params.yaml").write_text(original)
         _set_param(pipeline, "mt_grpo.credit.turn_gamma", 0.9)
-        out = _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], pipeline)
+        out = _run([sys.executable, "-m", "dvc", "repro", "report"], pipeline)
         ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
-        assert ran - ALWAYS == {"mt_grpo", "mt_grpo_eval", "report"}
+        assert ran - ALWAYS == {"mt_grpo", "eval@mt_grpo", "report"}
         assert _stale_stages(pipeline) == set()
         diff = json.loads(_run([sys.executable, "-m", "dvc", "metrics", "diff", "--all", "--json", "HEAD"], pipeline))
         for path, key in [("metrics/eval/mt_grpo.json", "accuracy"), ("metrics/mt_grpo/train.json", "wall_s")]:
@@ -100,7 +104,7 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
         assert (plots / "static" / "workspace_metrics_grpo_reward.png").stat().st_size > 0
     finally:
         (pipeline / "params.yaml").write_text(original)
-        _run([sys.executable, "-m", "dvc", "repro", "mt_grpo_eval", "report"], pipeline)
+        _run([sys.executable, "-m", "dvc", "repro", "report"], pipeline)
 
 
 def test_push_then_a_fresh_clone_pulls_and_has_nothing_to_reproduce(pipeline, tmp_path):

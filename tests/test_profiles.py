@@ -23,9 +23,9 @@ from termagent.params import SECTIONS, load_params, section, section_class
 
 REPO = Path(__file__).resolve().parents[1]
 H100 = load_params(REPO / "params.yaml", REPO / "profiles/h100.yaml")
-EXPECTED_STAGES = {"image", "generate", "tasks", "base_model", "base_eval", "demos", "warmup", "sft", "dpo",
-                   "sft_eval", "dpo_eval", "grpo", "grpo_eval", "datasets", "curate", "report", "mt_grpo",
-                   "mt_grpo_eval"}
+EXPECTED_STAGES = {"image", "generate", "tasks", "base_model", "demos", "warmup", "sample_warmup", "grpo", "datasets",
+                   "sft", "dpo", "sample_dpo", "curate", "mt_grpo", "report",
+                   *(f"eval@{m}" for m in ("base", "warmup", "grpo", "sft", "dpo", "mt_grpo"))}
 
 
 @pytest.mark.parametrize("name", sorted(SECTIONS))

@@ -21,7 +21,7 @@ from termagent.params import profile_option, read_sections
 
 @click.group("eval")
 def eval_group() -> None:
-    """Evaluation tools (the eval itself runs as a DVC stage: `dvc repro base_eval`)."""
+    """Evaluation tools (the eval itself runs as a DVC stage: `dvc repro eval@base`)."""
 
 
 @eval_group.command("view")

@@ -131,17 +131,17 @@ class ModelArtifact:
 
     def not_evaluated(self) -> tuple[str, dict] | None:
         """(reason, record) when this model's eval stage has nothing of its own to evaluate, else None: the
-        untrained warmup is the base (base_eval's); a passed-through adapter is its start's (that start's eval)."""
+        untrained warmup is the base (eval@base's); a passed-through adapter is its start's (that start's eval)."""
         if self.untrained_start is not None:
             reason = (f"models/{self.name} trained no model of its own (start.json: start from "
                       f"{self.untrained_start.get('base')}), so there is nothing to evaluate: that model is "
-                      f"base_eval's")
+                      f"eval@base's")
             return reason, self.untrained_start
         if self.passed_through is not None:
             manifest = self.passed_through
             start = Path(manifest["init_adapter"]).name
             reason = (f"models/{self.name} trained nothing of its own ({manifest['skipped']}): it is the adapter "
-                      f"of {manifest['init_adapter']} unchanged, which {start}_eval evaluates")
+                      f"of {manifest['init_adapter']} unchanged, which eval@{start} evaluates")
             return reason, manifest
         return None
 

@@ -89,6 +89,10 @@ class GRPOParams:
     # task, when that one holds a pass and a fail, for up to this many rounds a step; 0: such groups stay, with
     # advantage 0
     max_resamples: int = 1
+    # with measured solve rates (stages/grpo.py --rates): train on the tasks whose rate lies strictly between
+    # these; a task never or always solved gives groups of one outcome
+    min_rate: float = 0.0
+    max_rate: float = 1.0
 
     def __post_init__(self) -> None:
         if self.round not in (1, 2):

@@ -1,5 +1,5 @@
 """evaluate_model: the one eval entry (stages/eval.py only parses options and calls it). The full local
-run is `dvc repro base_eval`; tests/evaluate/test_eval_e2e.py covers its pieces on a real container."""
+run is `dvc repro eval@base`; tests/evaluate/test_eval_e2e.py covers its pieces on a real container."""
 
 from pathlib import Path
 

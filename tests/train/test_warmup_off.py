@@ -96,7 +96,7 @@ def test_dpo_without_a_pair_is_not_evaluated_again_and_the_report_says_whose_it_
                             metrics_path=Path("metrics/eval/dpo.json"), log=lambda _: None)
     assert record["evaluated"] is False and "accuracy" not in record
     assert record["reason"] == ("models/dpo trained nothing of its own (empty input): it is the adapter of "
-                                "models/sft unchanged, which sft_eval evaluates")
+                                "models/sft unchanged, which eval@sft evaluates")
     base_metrics(tmp_path / "metrics/eval/base.json")
     out = stage("report.py", "metrics/eval/base.json", "metrics/eval/dpo.json", "--summary", "metrics/summary.json",
                 "--reports", "reports", cwd=tmp_path)
