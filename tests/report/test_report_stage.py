@@ -54,7 +54,9 @@ def _run_with_training(tmp_path):
     for stage, data in {"warmup": {"stage": "warmup", "global_steps": 24, "n_conversations": 255, "first_loss": 1.31,
                                    "last_loss": 0.42, "train_loss": 0.7},
                         "grpo": {"stage": "grpo", "steps": 8, "n_rollouts": 64, "valid_json_rate": 0.94,
-                                 "verifier_pass_rate": 0.0625, "groups": 16, "groups_nonzero_std": 5},
+                                 "verifier_pass_rate": 0.0625, "groups": 16, "groups_signal": 5,
+                                 "trained_groups_signal_frac": 0.75, "resampled_groups": 3,
+                                 "config": {"learning_rate": 1e-4, "max_steps": 8}},
                         "dpo": {"stage": "dpo", "skipped": True, "pairs": {"used": 0}}}.items():
         (tmp_path / stage).mkdir()
         (tmp_path / stage / "train.json").write_text(json.dumps(data))
@@ -70,8 +72,36 @@ def test_the_report_says_what_the_training_stages_reported(tmp_path):
     _, text = _run_with_training(tmp_path)
     section = text.split("## What the training stages reported", 1)[1]
     assert "| warmup | 24 steps over 255 conversations, loss 1.310 -> 0.420 (mean 0.700) |" in section
-    assert "5/16 groups with reward std > 0" in section
+    assert "5/16 groups drawn with a pass and a fail, **0.75 of the groups trained on** after 3 resampled" in section
+    assert "learning-rate mass 8.00e-04" in section
     assert "| dpo | **skipped**" in section
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["mechanism"]["grpo"]["trained_groups_signal_frac"] == 0.75
+    assert summary["mechanism"]["dpo"] == {"pairs_used": 0, "skipped": True, "steps": None,
+                                           "last_reward_accuracy": None}
+
+
+def test_the_report_carries_the_solve_rates_and_the_datasets_built(tmp_path):
+    rates = tmp_path / "sample" / "warmup" / "rates.json"
+    rates.parent.mkdir(parents=True)
+    rates.write_text(json.dumps({"model": "warmup", "temperature": 1.0, "attempts": 4, "summary": {
+        "tasks": 48, "episodes": 192, "pass_rate": 0.2, "tasks_mixed": 9, "tasks_all_pass": 2, "tasks_all_fail": 37,
+        "infra_failures": 0}, "tasks": {}}))
+    datasets = tmp_path / "datasets_summary.json"
+    datasets.write_text(json.dumps({"counts": {"rft_sft.jsonl": 14, "dpo_turns.jsonl": 21, "dpo_filtered.jsonl": 0,
+                                               "api_sft.jsonl": 0}}))
+    (tmp_path / "params.yaml").write_text("report: {base: base, n_resamples: 200}\n")
+    write_metrics(tmp_path / "base.json", {"a": 0.0, "b": 0.0})
+    result = CliRunner().invoke(load_stage().main, [
+        str(tmp_path / "base.json"), "--params", str(tmp_path / "params.yaml"), "--summary",
+        str(tmp_path / "summary.json"), "--reports", str(tmp_path / "reports"), "--rates", str(rates),
+        "--datasets-summary", str(datasets)])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "reports" / "comparison.md").read_text()
+    assert "**9 tasks with a pass and a fail**, 2 always, 37 never solved" in text
+    assert "rft_sft 14 verified passing trajectories, dpo_turns 21 divergent-turn pairs" in text
+    mechanism = json.loads((tmp_path / "summary.json").read_text())["mechanism"]
+    assert mechanism["sample_warmup"]["tasks_mixed"] == 9 and mechanism["datasets"]["dpo_turns.jsonl"] == 21
 
 
 def test_a_training_metrics_file_that_is_not_json_is_named(tmp_path):
