@@ -80,7 +80,7 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
     from termagent.evaluate.splits import metrics_by_split, select_held_out
     from termagent.policy import make_policy
     from termagent.sandbox import Sandbox
-    from termagent.serve import serving
+    from termagent.serve import sampling_defaults, serving
     from termagent.tasks.index import read_index, tasks_in_split
 
     split_of = {r["id"]: r["split"] for r in read_index(tasks_index)["tasks"]}
@@ -112,7 +112,9 @@ def _evaluate_local(model, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg
     by_split = metrics_by_split(trajectories, split_of, protocol=protocol, wall_s=wall_s, model=model)
     return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics_path, model=model,
                               protocol=protocol, wall_s=wall_s,
-                              extra_metrics={"backend": "local", "split": cfg.split, "by_split": by_split})
+                              extra_metrics={"backend": "local", "split": cfg.split, "by_split": by_split,
+                                             **({"serving": sampling_defaults(serve_cfg.backend, serve_cfg.vllm)}
+                                                if cfg.policy == "serve" else {})})
 
 
 def harbor_jobs_dir(model: str, cfg: EvalConfig) -> Path:

@@ -152,3 +152,14 @@ def test_an_existing_job_is_resumed_rerunning_its_infrastructure_errors(tmp_path
     assert harbor.run_or_resume_harbor(cfg) == (job_dir, "resume")
     assert calls.read_text().split() == ["jobs", "resume", "-p", str(job_dir), "-f", "ApiConnectionError",
                                          "-f", "CancelledError", "-f", "EnvironmentStartTimeoutError"]
+
+
+def test_the_harbor_eval_records_the_servers_sampling_defaults(tmp_path):
+    from termagent.serve import sampling_defaults
+
+    record = sampling_defaults("vllm", VllmConfig())
+    metrics = score_harbor_job(JOB, model="base", cfg=EvalConfig(backend="harbor", harbor=HarborSection(
+        max_error_rate=0.25)), out_dir=tmp_path / "eval", metrics_path=tmp_path / "base.json", wall_s=1.0,
+        extra={"serving": record})
+    assert json.loads((tmp_path / "base.json").read_text())["serving"]["generation_config"] == "vllm"
+    assert metrics["serving"] == record
