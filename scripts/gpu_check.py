@@ -61,7 +61,8 @@ TOY_PROFILE = {"sft": {"max_length": 2048, "gradient_accumulation_steps": 2, "lo
                "grpo": {"num_generations": 2, "per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
                         "max_prompt_length": 2048, "lora": {"r": 8, "alpha": 8}},
                "mt_grpo": {"num_generations": 2, "tasks_per_step": 2, "max_prompt_length": 64,
-                           "max_completion_length": 128, "max_turn_tokens": 64, "vllm_max_model_length": 192,
+                           "max_completion_length": 128, "max_turn_tokens": 32, "max_turns": 3,  # 3 x 32 fits 128 (checked)
+                           "vllm_max_model_length": 192,
                            "lora": {"r": 8, "alpha": 8}}}
 
 

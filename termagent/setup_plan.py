@@ -3,6 +3,7 @@
     python3 -m termagent.setup_plan detect                 # cpu | gpu (and why, on stderr)
     python3 -m termagent.setup_plan plan --dry-run         # what set-up would install here, nothing installed
     python3 -m termagent.setup_plan plan --kind gpu --json # the same for a chosen kind of machine, as JSON
+    python3 -m termagent.setup_plan plan --kind gpu --host tests/fixtures/hosts/ubuntu-22.04.json   # another host
     python3 -m termagent.setup_plan plan --script          # the shell scripts/setup.sh evaluates
     python3 -m termagent.setup_plan apply-patches SITE     # patches/*.patch into Harbor's site-packages
 
@@ -45,7 +46,13 @@ FLASH_ATTN_VERSION = "2.8.3.post2"
 DEEPSPEED_VERSION = "0.19.8"
 HARBOR_VERSION = "0.25.0"
 HARBOR_PYTHON = (3, 12)
-UV_VERSION = "0.9.5"  # only to make Harbor's venv on a host with no Python >= 3.12 (uv fetches a CPython)
+UV_VERSION = "0.9.5"  # a CPython for a venv whose host python3 does not fit (its release fixes which CPython)
+# The GPU pins per Python minor version set-up may use (tests/test_pins.py resolves each with pip). A host whose
+# python3 is not listed (Ubuntu 22.04: 3.10) gets MANAGED_PYTHON from uv (docs/gpu-setup.md says why uv).
+GPU_CONSTRAINTS: dict[str, str] = {"3.11": "constraints-gpu.txt", "3.12": "constraints-gpu-py312.txt"}
+MANAGED_PYTHON = "3.12"
+PROJECT_PYTHON = (3, 11)  # pyproject.toml requires-python
+MIN_DRIVER = 580  # torch 2.13.0's default Linux wheel is built for CUDA 13.0, which needs an NVIDIA driver >= 580
 
 DEVICE_ENV = "TERMAGENT_DEVICE"
 FLASH_ENV = "TERMAGENT_FLASH_ATTN"
@@ -100,6 +107,97 @@ def flag(env: Mapping[str, str], name: str) -> bool:
     raise SetupError(f"{name}={env.get(name)!r}: must be 1 or 0")
 
 
+# ---- the host ------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Host:
+    """What set-up needs to know about a GPU host (probe_host reads it; a JSON file can stand for one)."""
+
+    os: str = "unknown"          # "ubuntu 24.04", from /etc/os-release
+    python: str = "{}.{}".format(*sys.version_info[:2])  # the host's python3 (the one running this)
+    ensurepip: bool = True       # `python3 -m venv` works (Debian/Ubuntu split it into python3-venv)
+    python_headers: bool = True  # Python.h (python3-dev): Triton / inductor compile against it
+    compiler: bool = True        # cc: vLLM's compile path (torch.compile, Triton) builds C at run time
+    compose: bool = False        # `docker compose` (v2 plugin): Harbor's Docker environment runs it
+    driver: str | None = None    # NVIDIA driver version; None: not found
+
+    @property
+    def is_ubuntu(self) -> bool:
+        return self.os.startswith("ubuntu")
+
+
+def _os_release(root: str = "/") -> str:
+    try:
+        text = (Path(root) / "etc" / "os-release").read_text()
+    except OSError:
+        return "unknown"
+    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    return f"{fields.get('ID', 'unknown').strip(chr(34))} {fields.get('VERSION_ID', '').strip(chr(34))}".strip()
+
+
+def driver_version(proc_root: str = "/proc", nvidia_smi: str | None = None) -> str | None:
+    """The loaded NVIDIA driver's version: /proc/driver/nvidia/version, else `nvidia-smi`."""
+    import re
+
+    try:
+        found = re.search(r"Kernel Module\s+(?:for \S+\s+)?([0-9]+\.[0-9.]+)",
+                          (Path(proc_root) / "driver" / "nvidia" / "version").read_text())
+        if found:
+            return found.group(1)
+    except OSError:
+        pass
+    smi = nvidia_smi or shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL, text=True, timeout=60, check=False).stdout.split()
+            return out[0] if out else None
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+    return None
+
+
+def probe_host() -> Host:
+    import importlib.util
+    import sysconfig
+
+    compose = False
+    if shutil.which("docker"):
+        try:
+            compose = subprocess.run(["docker", "compose", "version"], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, timeout=60, check=False).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            compose = False
+    include = sysconfig.get_paths().get("include") or ""
+    return Host(os=_os_release(), ensurepip=importlib.util.find_spec("ensurepip") is not None,
+                python_headers=(Path(include) / "Python.h").is_file(),
+                compiler=bool(shutil.which("cc") or shutil.which("gcc")), compose=compose, driver=driver_version())
+
+
+def load_host(path: str | Path) -> Host:
+    data = json.loads(Path(path).read_text())
+    unknown = set(data) - set(Host.__dataclass_fields__)
+    if unknown:
+        raise SetupError(f"{path}: unknown host fields {sorted(unknown)}")
+    return Host(**data)
+
+
+def check_driver(host: Host) -> None:
+    """Refuse a driver the CUDA build of the pinned torch cannot use, before anything is downloaded."""
+    if host.driver is None:
+        return  # no driver to read (a forced TERMAGENT_DEVICE=gpu, a dry run): the post-install check decides
+    try:
+        major = int(host.driver.split(".")[0])
+    except ValueError:
+        raise SetupError(f"cannot read the NVIDIA driver version {host.driver!r}") from None
+    if major < MIN_DRIVER:
+        raise SetupError(
+            f"NVIDIA driver {host.driver} is too old: torch {TORCH_VERSION} (constraints-gpu*.txt) is built for "
+            f"CUDA 13.0, which needs a driver >= {MIN_DRIVER}. Install one (Ubuntu: `apt-get install "
+            f"nvidia-driver-{MIN_DRIVER}-server`, then reboot; nvidia-smi shows the version) and run set-up again. "
+            "Nothing of the GPU stack was installed.")
+
+
 # ---- the plan ------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -115,10 +213,13 @@ class Plan:
     harbor: dict[str, str] | None      # None: not installed (cpu)
     stamp: str                            # what the venv's stamp file holds once installed
     commands: list[str] = field(default_factory=list)  # the shell scripts/setup.sh runs (step 2 onward)
+    python: str = "python3"               # what makes the venv: the host's python3, or "uv <version>" (managed)
+    apt: list[str] = field(default_factory=list)  # Debian/Ubuntu packages the GPU path adds
+    host: dict | None = None              # the GPU host the plan was made for
 
 
 def plan(kind: str, *, reason: str = "", env: Mapping[str, str] | None = None, venv: str = ".venv",
-         harbor_venv: str = ".venv-harbor") -> Plan:
+         harbor_venv: str = ".venv-harbor", host: Host | None = None) -> Plan:
     env = os.environ if env is None else env
     if kind == "cpu":
         return Plan(kind="cpu", reason=reason, venv=venv, constraints="constraints.txt", extras=["dev"],
@@ -126,20 +227,43 @@ def plan(kind: str, *, reason: str = "", env: Mapping[str, str] | None = None, v
                     optional={}, harbor=None, stamp="", commands=_cpu_commands())
     if kind != "gpu":
         raise SetupError(f"kind must be cpu or gpu, got {kind!r}")
+    host = host or probe_host()
+    check_driver(host)
     flash, deepspeed = flag(env, FLASH_ENV), flag(env, DEEPSPEED_ENV)
+    managed = host.python not in GPU_CONSTRAINTS
+    python = MANAGED_PYTHON if managed else host.python
+    constraints = GPU_CONSTRAINTS[python]
+    apt = []
+    if not host.ensurepip:
+        apt.append("python3-venv")  # also for the bootstrap venv that holds uv
+    if not managed and not host.python_headers:
+        apt.append("python3-dev")
+    if not host.compiler:
+        apt.append("build-essential")
+    if not host.compose:
+        if not host.is_ubuntu:
+            raise SetupError(
+                f"`docker compose` (the v2 plugin) is missing and {host.os} is not Ubuntu, whose docker-compose-v2 "
+                "package set-up installs: Harbor's Docker environment runs `docker compose`, so every TB2 trial would "
+                "error. Install the plugin (Docker's apt repository: docker-compose-plugin) and run set-up again.")
+        apt.append("docker-compose-v2")
     packages = {"torch": TORCH_VERSION, "vllm": VLLM_VERSION}
     if flash:
         packages["flash-attn"] = FLASH_ATTN_VERSION
     if deepspeed:
         packages["deepspeed"] = DEEPSPEED_VERSION
-    stamp = f"gpu torch={TORCH_VERSION} vllm={VLLM_VERSION} flash-attn={int(flash)} deepspeed={int(deepspeed)}"
+    stamp = (f"gpu python={python} {constraints} torch={TORCH_VERSION} vllm={VLLM_VERSION} "
+             f"flash-attn={int(flash)} deepspeed={int(deepspeed)}")
     harbor = {"version": HARBOR_VERSION, "venv": harbor_venv, "python": ">={}.{}".format(*HARBOR_PYTHON),
               "constraints": "constraints-harbor.txt",
               "patches": "patches/*.patch", "link": f"{venv}/bin/harbor"}
-    return Plan(kind="gpu", reason=reason, venv=venv, constraints="constraints-gpu.txt", extras=["dev", "gpu"],
-                torch=f"torch{GPU_PINS['torch']} (constraints-gpu.txt; the default Linux wheel is the CUDA build)",
+    return Plan(kind="gpu", reason=reason, venv=venv, constraints=constraints, extras=["dev", "gpu"],
+                torch=f"torch{GPU_PINS['torch']} ({constraints}; the default Linux wheel is the CUDA build)",
                 packages=packages, optional={"flash-attn": flash, "deepspeed": deepspeed}, harbor=harbor,
-                stamp=stamp, commands=_gpu_commands(stamp, flash, deepspeed, harbor_venv))
+                stamp=stamp, commands=_gpu_commands(stamp, flash, deepspeed, harbor_venv, constraints, apt,
+                                                    managed, host),
+                python=f"uv {UV_VERSION} (CPython {MANAGED_PYTHON})" if managed else f"python3 ({host.python})",
+                apt=apt, host=asdict(host))
 
 
 def _cpu_commands() -> list[str]:
@@ -157,33 +281,62 @@ def _cpu_commands() -> list[str]:
     ]
 
 
-def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str) -> list[str]:
+def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str, constraints: str = GPU_CONSTRAINTS["3.11"],
+                  apt: list[str] | None = None, managed: bool = False, host: Host | None = None) -> list[str]:
     q = shlex.quote
+    c = q(constraints)
     install = [
-        "  \"$VENV/bin/pip\" install -q --upgrade pip >/dev/null",
-        "  \"$VENV/bin/pip\" install -q -e '.[dev,gpu]' -c constraints-gpu.txt",
+        f"  \"$VENV/bin/pip\" install -q --upgrade pip -c {c} >/dev/null",
+        f"  \"$VENV/bin/pip\" install -q -e '.[dev,gpu]' -c {c}",
     ]
     if flash:  # built from source against the installed torch (needs the CUDA toolkit's nvcc; long)
         install.append(f'  "$VENV/bin/pip" install -q --no-build-isolation flash-attn=={FLASH_ATTN_VERSION} '
-                       "-c constraints-gpu.txt")
+                       f"-c {c}")
     if deepspeed:
         install.append(f'  "$VENV/bin/pip" install -q --no-build-isolation deepspeed=={DEEPSPEED_VERSION} '
-                       "-c constraints-gpu.txt")
+                       f"-c {c}")
     check = ("  \"$VENV/bin/python\" -c 'import sys, torch; sys.exit(0 if torch.version.cuda else "
              "\"torch \" + torch.__version__ + \" is not a CUDA build: set-up installed the wrong torch\")'")
-    # torch 2.13.0's default Linux wheel is built for CUDA 13 (constraints-gpu.txt: cuda-toolkit 13.0), which
-    # needs an NVIDIA driver >= 580: an older driver leaves torch without a GPU, said here rather than at train().
-    sees = ("  \"$VENV/bin/python\" -c 'import torch; torch.cuda.is_available() or print(\"[setup] warning: torch \" "
-            "+ torch.__version__ + \" (CUDA \" + str(torch.version.cuda) + \") sees no GPU; its CUDA 13 build needs "
-            "an NVIDIA driver >= 580 (nvidia-smi shows the driver version)\")'")
+    # A torch that sees no GPU is a failed set-up (the driver was checked before the download; this catches the
+    # rest: a driver that is not loaded, a container without the GPU), said here rather than at the first vLLM call.
+    sees = ("  \"$VENV/bin/python\" -c 'import sys, torch; torch.cuda.is_available() or sys.exit(\"[setup] torch \" "
+            "+ torch.__version__ + \" (CUDA \" + str(torch.version.cuda) + \") sees no GPU: its CUDA 13 build needs an "
+            f"NVIDIA driver >= {MIN_DRIVER} (nvidia-smi shows the driver version)\")'")
+    apt_cmds = []
+    if apt:
+        apt_cmds = [f"# Ubuntu's packages the GPU path needs and this host lacks: {' '.join(apt)}.",
+                    (f'log "apt-get install {" ".join(apt)}"\nexport DEBIAN_FRONTEND=noninteractive\n'
+                     "apt-get update -qq\n"
+                     f"apt-get install -y -qq --no-install-recommends {' '.join(apt)} >/dev/null")]
+    compose = [('docker compose version >/dev/null 2>&1 || { echo "[setup] \\`docker compose\\` (v2) does not run: '
+                'Harbor\'s Docker environment needs it (Ubuntu: apt-get install docker-compose-v2)" >&2; exit 1; }')]
+    if managed:
+        host_python = host.python if host else "?"
+        make_venv = (f'if [ ! -x "$VENV/bin/python" ]; then\n'
+                     f'  log "python3 is {host_python}, which has no pins: uv {UV_VERSION} installs CPython '
+                     f'{MANAGED_PYTHON} for $VENV"\n'
+                     '  [ -x .venv-bootstrap/bin/uv ] || { python3 -m venv .venv-bootstrap && '
+                     f'.venv-bootstrap/bin/pip install -q uv=={UV_VERSION}; }}\n'
+                     f'  .venv-bootstrap/bin/uv python install {MANAGED_PYTHON}\n'
+                     f'  .venv-bootstrap/bin/uv venv --seed --python {MANAGED_PYTHON} "$VENV"\n'
+                     "fi")
+    else:
+        make_venv = 'if [ ! -x "$VENV/bin/python" ]; then\n  log "creating $VENV"\n  python3 -m venv "$VENV"\nfi'
+    want = MANAGED_PYTHON if managed else (host.python if host else "")
+    same_python = (f'if [ -x "$VENV/bin/python" ] && [ "$("$VENV/bin/python" -c \'import sys; print("%d.%d" % '
+                   f'sys.version_info[:2])\')" != {q(want)} ]; then\n'
+                   f'  log "$VENV is not Python {want}: making it again"\n  rm -rf "$VENV"\nfi') if want else ""
     venv_cmds = [
+        *apt_cmds,
+        *compose,
         'stamp="$VENV/.termagent-installed"',
-        'if [ ! -x "$VENV/bin/python" ]; then\n  log "creating $VENV"\n  python3 -m venv "$VENV"\nfi',
-        "# constraints-gpu.txt: torch's CUDA build and vLLM, pinned together (docs/gpu-setup.md).",
+        *([same_python] if same_python else []),
+        make_venv,
+        f"# {constraints}: torch's CUDA build and vLLM, pinned together for this Python (docs/gpu-setup.md).",
         "\n".join([
             (f'if [ "$(cat "$stamp" 2>/dev/null)" != {q(stamp)} ] || [ pyproject.toml -nt "$stamp" ] '
-             '|| [ constraints-gpu.txt -nt "$stamp" ]; then'),
-            f"  log {q('pip install -e .[dev,gpu] -c constraints-gpu.txt (CUDA torch, vLLM; first time ~10 min)')}",
+             f'|| [ {c} -nt "$stamp" ]; then'),
+            f"  log {q(f'pip install -e .[dev,gpu] -c {constraints} (CUDA torch, vLLM; first time ~10 min)')}",
             *install,
             check,
             sees,
@@ -206,8 +359,9 @@ def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str) ->
         f'      "$py" -m venv {hv}\n'
         '    else\n'
         f'      log "no Python >= {need_python} on PATH: uv {UV_VERSION} makes {harbor_venv} with a managed CPython"\n'
-        f'      "$VENV/bin/pip" install -q uv=={UV_VERSION}\n'
-        f'      "$VENV/bin/uv" venv --seed --python {need_python} {hv}\n'
+        '      [ -x .venv-bootstrap/bin/uv ] || { python3 -m venv .venv-bootstrap && '
+        f'.venv-bootstrap/bin/pip install -q uv=={UV_VERSION}; }}\n'
+        f'      .venv-bootstrap/bin/uv venv --seed --python {need_python} {hv}\n'
         '    fi\n'
         '  fi\n'
         f'  log "pip install harbor=={HARBOR_VERSION} -c constraints-harbor.txt into {harbor_venv}"\n'
@@ -226,9 +380,14 @@ def script(p: Plan) -> str:
 
 
 def describe(p: Plan) -> str:
-    lines = [f"machine: {p.kind} ({p.reason})" if p.reason else f"machine: {p.kind}",
-             f"venv {p.venv}: pip install -e '.[{','.join(p.extras)}]' -c {p.constraints}",
-             f"  torch: {p.torch}"]
+    lines = [f"machine: {p.kind} ({p.reason})" if p.reason else f"machine: {p.kind}"]
+    if p.host:
+        h = p.host
+        lines.append(f"host: {h['os']}, python3 {h['python']}, NVIDIA driver {h['driver'] or 'not found'}, "
+                     f"docker compose {'yes' if h['compose'] else 'no'}")
+        lines.append(f"apt-get install: {' '.join(p.apt) if p.apt else 'nothing more'}")
+    lines += [f"venv {p.venv} ({p.python}): pip install -e '.[{','.join(p.extras)}]' -c {p.constraints}",
+              f"  torch: {p.torch}"]
     for name, version in p.packages.items():
         if name != "torch":
             lines.append(f"  {name}=={version}")
@@ -300,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     pp = sub.add_parser("plan", help="what set-up installs")
     pp.add_argument("--kind", choices=["auto", "cpu", "gpu"], default="auto")
     pp.add_argument("--venv", default=os.environ.get("VENV", ".venv"))
+    pp.add_argument("--host", dest="host_file", default=None,
+                    help="a GPU host described as JSON (termagent.setup_plan.Host fields) instead of this one")
     out = pp.add_mutually_exclusive_group()
     out.add_argument("--dry-run", action="store_true", help="print the plan and the commands (the default)")
     out.add_argument("--json", action="store_true", help="the plan as JSON")
@@ -317,7 +478,8 @@ def main(argv: list[str] | None = None) -> int:
             print(machine.kind)
         elif args.cmd == "plan":
             machine = detect() if args.kind == "auto" else Machine(args.kind, "--kind " + args.kind)
-            p = plan(machine.kind, reason=machine.reason, venv=args.venv)
+            host = load_host(args.host_file) if args.host_file else None
+            p = plan(machine.kind, reason=machine.reason, venv=args.venv, host=host)
             if args.json:
                 print(json.dumps(asdict(p), indent=2))
             elif args.script:

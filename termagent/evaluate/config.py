@@ -14,7 +14,14 @@ class HarborConfig:
     temperature: float = 0.7
     max_input_tokens: int = 24000
     max_output_tokens: int = 8192
-    jobs_dir: str = "data/harbor_jobs"
+    jobs_dir: str = "data/harbor_jobs"  # <jobs_dir>/<model>/<job name>: kept between runs, so a rerun resumes
+    # trials that errored outside the model (not its 0: Harbor's own classification, termagent/evaluate/harbor.py),
+    # as a share of all trials, above which the eval fails instead of scoring the rest
+    max_error_rate: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.max_error_rate <= 1.0:
+            raise ValueError(f"eval.harbor.max_error_rate must be within [0, 1], got {self.max_error_rate}")
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,22 @@ Job layout read (Harbor 0.25.0, harbor/job.py, harbor/models/job/result.py, mode
                                                verifier_result.rewards{reward}, exception_info
                                                {exception_type, exception_message}, agent_result
                                                {n_input_tokens, n_output_tokens, metadata.n_episodes}
+
+Errored trials: Harbor's own classification decides (GRADED_CAUSES below): an agent timeout or context-length
+error is the model's 0, anything else (no `docker compose`, a dead server...) is an infrastructure error, left
+out of the accuracy, counted per class in the metrics, and past eval.harbor.max_error_rate the stage fails.
+The job name is deterministic (model digest + params), so a rerun of an interrupted eval resumes its job.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +36,55 @@ from termagent.evaluate.config import HarborConfig
 
 class BenchmarkToolMissing(RuntimeError):
     """`harbor` / `tb` is not on PATH."""
+
+
+class HarborErrorsExceeded(RuntimeError):
+    """More trials errored outside the model than eval.harbor.max_error_rate allows."""
+
+
+# ---- which errored trial is the model's 0 ---------------------------------------------------------------
+# Harbor 0.25.0's own table (harbor/models/trial/error_policy.py, _POLICY_GROUPS): exception type -> failure
+# cause. A trial's reward measures the model only when every exception it recorded has an agent cause
+# (ErrorPolicy.reward_valid): the agent ran out of its budget (timeout, context/output length) or refused. Every
+# other cause (sandbox, model server, Harbor, verifier, cancelled, an unknown type) is an infrastructure error:
+# the trial is no measurement, so it is left out of the accuracy and counted by class. The test
+# tests/evaluate/test_harbor_errors.py checks this table against the pinned wheel's.
+GRADED_CAUSES = ("agent_exhausted_budget", "agent_refused_task")
+UNKNOWN_CAUSE = "unclassified"
+_CAUSES: dict[str, tuple[str, ...]] = {
+    "sandbox_failed": (
+        "EnvironmentStartTimeoutError", "SandboxBuildFailedError", "AgentSetupTimeoutError", "HealthcheckError",
+        "SandboxLikelyOutOfMemoryError", "MemoryLimitExceededError", "SSHAccessError", "GKEExecStreamClosedError",
+        "GKEPodNotFoundError", "RuntimeRequestError", "AddTestsDirError", "DownloadVerifierDirError"),
+    "model_provider_failed": (
+        "ApiError", "ApiRateLimitError", "ApiInternalServerError", "ApiOverloadedError", "ApiConnectionClosedError",
+        "ApiResponseStalledError", "UnknownApiError", "NetworkConnectionError", "ApiConnectionError",
+        "ApiUsageLimitError", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
+        "APIConnectionError", "APIError", "Timeout", "BadRequestError", "UnprocessableEntityError",
+        "UnsupportedParamsError", "APIResponseValidationError", "BudgetExceededError", "AgentAuthenticationError",
+        "ModelNotFoundError", "ApiProviderResourceNotFoundError", "AuthenticationError", "PermissionDeniedError",
+        "NotFoundError"),
+    "harbor_failed": ("ServiceOperationsUnsupportedError", "VercelScopeError", "DspyImportError",
+                      "MissingExtraError", "RegradeError"),
+    "unclassified": ("NonZeroAgentExitCodeError",),
+    "agent_exhausted_budget": ("AgentTimeoutError", "ContextWindowExceededError", "OutputTokenExceededError",
+                               "ContextLengthExceededError", "OutputLengthExceededError"),
+    "agent_refused_task": ("AgentSafetyRefusalError", "ContentPolicyViolationError"),
+    "verifier_failed": ("VerifierTimeoutError", "RewardFileNotFoundError", "RewardFileEmptyError",
+                        "VerifierOutputParseError"),
+    "cancelled": ("CancelledError",),
+}
+ERROR_CAUSES: dict[str, str] = {name: cause for cause, names in _CAUSES.items() for name in names}
+NO_REWARD = "NoVerifierReward"  # a trial with no exception and no reward: Harbor's reward_valid is False too
+
+
+def error_cause(exception_type: str) -> str:
+    return ERROR_CAUSES.get(exception_type, UNKNOWN_CAUSE)
+
+
+def is_graded(exception_type: str) -> bool:
+    """True when a trial ending in this exception is still the model's measurement (its reward, 0 if none)."""
+    return error_cause(exception_type) in GRADED_CAUSES
 
 
 @dataclass(frozen=True)
@@ -146,8 +202,17 @@ def _trial_reward(rewards: dict | None) -> float | None:
     return None  # several named rewards and no "reward": nothing to call the score
 
 
+def _trial_exceptions(trial: dict) -> list[dict]:
+    """The trial-level exception first, then the steps' (Harbor's TrialResult._recorded_exceptions)."""
+    found = [trial["exception_info"]] if trial.get("exception_info") else []
+    found += [step["exception_info"] for step in trial.get("step_results") or [] if step.get("exception_info")]
+    return found
+
+
 def convert_harbor_job(job_dir: Path) -> tuple[list[dict], dict[str, Any]]:
-    """(trial records for compute_metrics, Harbor's own job summary) from a Harbor job directory."""
+    """(trial records, Harbor's own job summary) from a Harbor job directory. Each record carries `scored`:
+    False for a trial that errored outside the model (see GRADED_CAUSES), whose reward is None and which
+    compute_metrics must not see; an agent timeout / context-length trial is scored (its reward, else 0.0)."""
     job_dir = Path(job_dir)
     job_path = job_dir / "result.json"
     if not job_path.exists():
@@ -176,19 +241,34 @@ def convert_harbor_job(job_dir: Path) -> tuple[list[dict], dict[str, Any]]:
     for t in trials:
         attempt = seen.get(t["task_name"], 0)
         seen[t["task_name"]] = attempt + 1
-        exc = t.get("exception_info")
+        exceptions = _trial_exceptions(t)
         agent = t.get("agent_result") or {}
         meta = agent.get("metadata") or {}
+        rewards = (t.get("verifier_result") or {}).get("rewards")
+        reward = _trial_reward(rewards)
+        first = exceptions[0] if exceptions else None
+        error = None
+        if first:
+            error = {"class": first["exception_type"], "message": first.get("exception_message", ""),
+                     "cause": error_cause(first["exception_type"])}
+        if exceptions:
+            scored = all(is_graded(e["exception_type"]) for e in exceptions)
+            if scored and reward is None:
+                reward = 0.0  # the agent ran out of its budget before a verdict: the model's 0, as Harbor grades it
+        elif reward is None:
+            scored = False
+            error = {"class": NO_REWARD, "message": "no exception and no verifier reward", "cause": UNKNOWN_CAUSE}
+        else:
+            scored = True
         records.append(
             {
                 "task_id": t["task_name"],
                 "attempt": attempt,
                 "trial_name": t.get("trial_name"),
-                "reward": _trial_reward((t.get("verifier_result") or {}).get("rewards")),
-                "rewards": (t.get("verifier_result") or {}).get("rewards"),
-                "error": {"class": exc["exception_type"], "message": exc.get("exception_message", "")}
-                if exc
-                else None,
+                "reward": reward if scored else None,
+                "rewards": rewards,
+                "scored": scored,
+                "error": error,
                 "n_turns": meta.get("n_episodes"),
                 "tokens": {"in": agent.get("n_input_tokens") or 0, "out": agent.get("n_output_tokens") or 0},
                 "turns": [],
@@ -198,3 +278,108 @@ def convert_harbor_job(job_dir: Path) -> tuple[list[dict], dict[str, Any]]:
     if not records:
         raise ValueError(f"{job_dir}: no trial result.json files under the job directory")
     return records, summary
+
+
+def tally_errors(records: list[dict], max_error_rate: float) -> dict[str, Any]:
+    """What the metrics carry about errored trials: infrastructure errors (left out of the accuracy) and graded
+    ones (the model's 0) per exception class, infrastructure errors per cause, and the threshold."""
+    infra = [r for r in records if not r["scored"]]
+    graded = [r for r in records if r["scored"] and r.get("error")]
+    return {
+        "n_trials": len(records),
+        "n_scored": len(records) - len(infra),
+        "n_infra_errors": len(infra),
+        "infra_error_rate": len(infra) / len(records) if records else 0.0,
+        "max_error_rate": max_error_rate,
+        "infra_errors": dict(sorted(Counter(r["error"]["class"] for r in infra).items())),
+        "infra_causes": dict(sorted(Counter(r["error"]["cause"] for r in infra).items())),
+        "graded_errors": dict(sorted(Counter(r["error"]["class"] for r in graded).items())),
+        "infra_trials": sorted(r["trial_name"] or f"{r['task_id']}#{r['attempt']}" for r in infra),
+    }
+
+
+def check_errors(tally: dict[str, Any], job_dir: Path) -> None:
+    """Refuse a score when infrastructure errors pass eval.harbor.max_error_rate (or no trial was scored)."""
+    if tally["n_scored"] and tally["infra_error_rate"] <= tally["max_error_rate"]:
+        return
+    classes = ", ".join(f"{name} x{n}" for name, n in tally["infra_errors"].items())
+    causes = ", ".join(f"{name} x{n}" for name, n in tally["infra_causes"].items())
+    raise HarborErrorsExceeded(
+        f"{job_dir}: {tally['n_infra_errors']} of {tally['n_trials']} Harbor trials "
+        f"({tally['infra_error_rate']:.1%}) errored outside the model, above eval.harbor.max_error_rate "
+        f"{tally['max_error_rate']:.1%}: {classes} (causes: {causes}). They are not scored as the model's 0, so "
+        "there is no score; fix the cause (docs/gpu-setup.md: `docker compose version`, the vLLM server log) and "
+        "rerun the stage: it resumes this job (`harbor jobs resume`) and reruns only those trials.")
+
+
+# ---- a resumable job ------------------------------------------------------------------------------------
+def _file_digest(path: Path, chunk: int = 16 << 20) -> str:
+    """sha256 of a file; of its size, first and last 16 MiB when larger than 64 MiB (a 16 GB base would take a
+    minute to read, and its bytes come from a pinned revision anyway)."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as f:
+        if size <= 4 * chunk:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        else:
+            digest.update(f.read(chunk))
+            f.seek(size - chunk)
+            digest.update(f.read(chunk))
+    return digest.hexdigest()
+
+
+def model_digest(*dirs: Path | None) -> str:
+    """A digest of the served model: every file of the base and the adapter (names, sizes, contents)."""
+    digest = hashlib.sha256()
+    for directory in dirs:
+        if directory is None:
+            continue
+        directory = Path(directory)
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            digest.update(f"{path.relative_to(directory)}:{_file_digest(path)}\n".encode())
+    return digest.hexdigest()
+
+
+def job_name(model: str, model_sha: str, section: HarborSection, attempts: int, serve: Any = None) -> str:
+    """Deterministic: the same model and the same params give the same job, so a rerun resumes it; anything
+    that changes the result (the model's bytes, eval.harbor, eval.attempts, serve.vllm) gives a new one."""
+    params = {"harbor": asdict(section), "attempts": attempts,
+              "serve": asdict(serve) if serve is not None and hasattr(serve, "__dataclass_fields__") else serve}
+    for key in ("jobs_dir", "max_error_rate"):  # where the job lives and when to refuse it change no trial
+        params["harbor"].pop(key, None)
+    params_sha = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{model}-{model_sha[:12]}-{params_sha[:8]}"
+
+
+def harbor_resume_argv(job_dir: Path, rerun_errors: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """`harbor jobs resume` (harbor/cli/jobs.py 0.25.0): trials whose exception type is passed with -f are
+    removed and run again; CancelledError (its default) is kept in the list."""
+    argv = ["harbor", "jobs", "resume", "-p", str(job_dir)]
+    for name in sorted({"CancelledError", *rerun_errors}):
+        argv += ["-f", name]
+    return argv
+
+
+def infra_error_types(job_dir: Path) -> list[str]:
+    """Exception types of the job's trials that errored outside the model (to rerun on resume)."""
+    found = set()
+    for path in Path(job_dir).glob("*/result.json"):
+        try:
+            trial = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        found |= {e["exception_type"] for e in _trial_exceptions(trial) if not is_graded(e["exception_type"])}
+    return sorted(found)
+
+
+def run_or_resume_harbor(cfg: HarborRunConfig, *, log_path: Path | None = None) -> tuple[Path, str]:
+    """`harbor run` for a new job; `harbor jobs resume` (rerunning infrastructure-errored trials) when the job
+    directory already holds Harbor's config.json. Returns (job directory, "run" | "resume")."""
+    require_tool("harbor", "Install it with `make setup` on the GPU machine (.venv-harbor).")
+    job_dir = Path(cfg.jobs_dir) / cfg.job_name
+    if (job_dir / "config.json").is_file():
+        run_harness(harbor_resume_argv(job_dir, infra_error_types(job_dir)), cfg.jobs_dir, log_path=log_path)
+        return job_dir, "resume"
+    run_harness(harbor_run_argv(cfg), cfg.jobs_dir, log_path=log_path)
+    return job_dir, "run"

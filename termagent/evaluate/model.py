@@ -72,7 +72,7 @@ def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox
     from termagent.policy import HFSpec, OpenAISpec, make_policy
     from termagent.policy.shared import shared_policy
     from termagent.sandbox import Sandbox
-    from termagent.serve import serving
+    from termagent.serve import sampling_defaults, serving
     from termagent.tasks.index import read_index, tasks_in_split
 
     split_of = {r["id"]: r["split"] for r in read_index(tasks_index)["tasks"]}
@@ -104,7 +104,22 @@ def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox
     by_split = metrics_by_split(trajectories, split_of, protocol=protocol, wall_s=wall_s, model=model)
     return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics_path, model=model,
                               protocol=protocol, wall_s=wall_s,
-                              extra_metrics={"backend": "local", "split": cfg.split, "by_split": by_split})
+                              extra_metrics={"backend": "local", "split": cfg.split, "by_split": by_split,
+                                             **({"serving": sampling_defaults(serve_cfg.backend, serve_cfg.vllm)}
+                                                if cfg.policy == "serve" else {})})
+
+
+def harbor_jobs_dir(model: str, cfg: EvalConfig) -> Path:
+    """<eval.harbor.jobs_dir>/<model>: the model's Harbor jobs, kept between runs (a DVC output with
+    `persist: true`), so that a rerun resumes its job. stages/eval.py makes it whatever the backend (described in
+    backend.json when not harbor), so that output exists on the embedded profile too."""
+    from termagent import atomic
+
+    jobs = Path(cfg.harbor.jobs_dir) / model
+    jobs.mkdir(parents=True, exist_ok=True)
+    if cfg.backend != "harbor":
+        atomic.write_json(jobs / "backend.json", {"backend": cfg.backend, "harbor_job": None})
+    return jobs
 
 
 def _evaluate_official(artifact: ModelArtifact, cfg: EvalConfig, serve_cfg, out_dir: Path,
@@ -115,19 +130,61 @@ def _evaluate_official(artifact: ModelArtifact, cfg: EvalConfig, serve_cfg, out_
     # Fail before starting a server when the harness is missing.
     harbor.require_tool("harbor" if cfg.backend == "harbor" else "tb", "See patches/README.md.")
     model, base, adapter = artifact.name, artifact.base, artifact.adapter
+    if cfg.backend == "harbor":
+        return _evaluate_harbor(model, cfg, serve_cfg, base, adapter, out_dir, metrics_path)
     started = time.monotonic()
     with serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg) as url:
         served = harbor.served_model_id(url, adapter=adapter is not None)
         name = f"{model}-{int(time.time())}"
-        if cfg.backend == "harbor":
-            run = harbor.HarborRunConfig(served_model=served, api_base=url, job_name=name,
-                                         n_attempts=cfg.attempts, section=cfg.harbor)
-            records, summary = harbor.convert_harbor_job(harbor.run_harbor(run, log_path=out_dir / "harbor.log"))
-        else:
-            run = tb1.TB1RunConfig(served_model=served, api_base=url, run_id=name, n_attempts=cfg.attempts,
-                                   section=cfg.tb1)
-            records, summary = tb1.convert_tb1_results(tb1.run_tb1(run, log_path=out_dir / "tb1.log"))
+        run = tb1.TB1RunConfig(served_model=served, api_base=url, run_id=name, n_attempts=cfg.attempts,
+                               section=cfg.tb1)
+        records, summary = tb1.convert_tb1_results(tb1.run_tb1(run, log_path=out_dir / "tb1.log"))
     return write_eval_outputs(records, out_dir=out_dir, metrics_path=metrics_path, model=model,
-                              protocol=official_protocol(cfg.backend, cfg.harbor if cfg.backend == "harbor" else cfg.tb1),
+                              protocol=official_protocol(cfg.backend, cfg.tb1),
                               wall_s=time.monotonic() - started,
                               extra_metrics={"backend": cfg.backend, "official": summary})
+
+
+def _evaluate_harbor(model, cfg: EvalConfig, serve_cfg, base: Path, adapter: Path | None, out_dir: Path,
+                     metrics_path: Path) -> dict[str, Any]:
+    """TB2 through Harbor: a deterministic job (model digest + params) in <jobs_dir>/<model>, resumed when it
+    exists; infrastructure-errored trials are counted, never scored, and past max_error_rate fail the stage."""
+    import dataclasses
+
+    from termagent import atomic
+    from termagent.evaluate import harbor
+    from termagent.serve import sampling_defaults, serving
+
+    started = time.monotonic()
+    jobs_dir = harbor_jobs_dir(model, cfg)
+    name = harbor.job_name(model, harbor.model_digest(base, adapter), cfg.harbor, cfg.attempts, serve_cfg.vllm)
+    with serving(base, adapter, backend=serve_cfg.backend, config=serve_cfg) as url:
+        served = harbor.served_model_id(url, adapter=adapter is not None)
+        run = harbor.HarborRunConfig(served_model=served, api_base=url, job_name=name, n_attempts=cfg.attempts,
+                                     section=dataclasses.replace(cfg.harbor, jobs_dir=str(jobs_dir)))
+        job_dir, how = harbor.run_or_resume_harbor(run, log_path=out_dir / "harbor.log")
+    return score_harbor_job(job_dir, model=model, cfg=cfg, out_dir=out_dir, metrics_path=metrics_path,
+                            wall_s=time.monotonic() - started,
+                            extra={"harbor_job": {"name": name, "dir": str(job_dir), "how": how},
+                                   "serving": sampling_defaults(serve_cfg.backend, serve_cfg.vllm)},
+                            write_json=atomic.write_json)
+
+
+def score_harbor_job(job_dir: Path, *, model: str, cfg: EvalConfig, out_dir: Path, metrics_path: Path,
+                     wall_s: float, extra: dict[str, Any] | None = None, write_json=None) -> dict[str, Any]:
+    """Metrics from a finished Harbor job: only scored trials count; the error tally goes into the metrics (and
+    out_dir/harbor_errors.json, also when the stage refuses)."""
+    from termagent import atomic
+    from termagent.evaluate import harbor
+
+    write_json = write_json or atomic.write_json
+    records, summary = harbor.convert_harbor_job(job_dir)
+    tally = harbor.tally_errors(records, cfg.harbor.max_error_rate)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    write_json(Path(out_dir) / "harbor_errors.json", tally)
+    harbor.check_errors(tally, job_dir)
+    scored = [r for r in records if r["scored"]]
+    return write_eval_outputs(scored, out_dir=out_dir, metrics_path=metrics_path, model=model,
+                              protocol=official_protocol("harbor", cfg.harbor), wall_s=wall_s,
+                              extra_metrics={"backend": "harbor", "official": summary, "harbor_errors": tally,
+                                             **(extra or {})})

@@ -98,6 +98,10 @@ class OpenAIPolicy(Policy):
                     ids = [c.get("id") for c in cards]
                     raise PolicyError(f"{self.base_url}/models lists {ids}: pass model=NAME (--model)")
                 card = adapters[0]
+            if not card.get("max_model_len") and card.get("parent"):
+                # vLLM lists a LoRA module without max_model_len: its context is its base model's
+                parent = next((c for c in cards if c.get("id") == card["parent"]), {})
+                card = {**card, "max_model_len": parent.get("max_model_len")}
             self.model = card["id"]
             self._model_card = card
             return card

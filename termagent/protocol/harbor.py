@@ -3,8 +3,9 @@
 Harbor (>= Python 3.12) cannot be imported into this project's environment, so its files are read: from
 the `harbor` package directory of another environment, or straight from a `harbor-*.whl` (a zip).
 
-    source = locate_harbor(spec)             # spec: agent.harbor_package, else $HARBOR_PACKAGE_DIR, else
-                                             # `uv tool dir`/harbor/..., else `harbor` importable here
+    source = locate_harbor(spec)             # spec: agent.harbor_package, else $HARBOR_PACKAGE_DIR, else the
+                                             # .venv-harbor set-up made, else `uv tool dir`/harbor/..., else
+                                             # `harbor` importable here
     texts = Terminus2Texts.load(source)      # every text terminus-2 sends, as format templates
     parser = load_json_parser(source)        # Harbor's own TerminusJSONPlainParser (a stdlib-only module)
 
@@ -113,6 +114,29 @@ def _source_at(path: Path, how: str) -> HarborSource:
     return HarborSource(path, how, _package_version(path))
 
 
+HARBOR_VENV = ".venv-harbor"  # what scripts/setup.sh makes on a GPU machine (termagent/setup_plan.py)
+
+
+def _venv_packages(venv: Path) -> list[Path]:
+    """The `harbor` package dir(s) of a venv: <venv>/lib/python3.*/site-packages/harbor."""
+    return sorted(p for p in venv.glob("lib/python3*/site-packages/harbor") if (p / "agents").is_dir())
+
+
+def _setup_venv_candidates(cwd: Path | None = None, path: str | None = None) -> list[tuple[Path, str]]:
+    """Harbor as scripts/setup.sh installs it: .venv-harbor beside the project (the working directory a stage
+    runs in, then this package's checkout), then the venv of the `harbor` command on PATH (set-up links it into
+    .venv/bin, so the link leads to .venv-harbor wherever that is)."""
+    out: list[tuple[Path, str]] = []
+    roots = [Path.cwd() if cwd is None else cwd, Path(__file__).resolve().parents[2]]
+    for root in dict.fromkeys(r.resolve() for r in roots):
+        out += [(p, f"{root / HARBOR_VENV} (set-up's Harbor venv)") for p in _venv_packages(root / HARBOR_VENV)]
+    command = shutil.which("harbor", path=path)
+    if command:
+        venv = Path(command).resolve().parent.parent  # <venv>/bin/harbor -> <venv>
+        out += [(p, f"the venv of `harbor` on PATH ({command} -> {venv})") for p in _venv_packages(venv)]
+    return out
+
+
 def _uv_tool_candidates() -> list[Path]:
     """harbor installed with `uv tool install harbor`: <uv tool dir>/harbor/lib/python3.*/site-packages/harbor."""
     uv = shutil.which("uv")
@@ -129,12 +153,19 @@ def _uv_tool_candidates() -> list[Path]:
 def locate_harbor(spec: str | os.PathLike | None = None) -> HarborSource:
     """Find Harbor's package files. In order: `spec` (the agent.harbor_package param: a harbor-*.whl, a
     `harbor` package dir or the site-packages holding it), $HARBOR_PACKAGE_DIR (the same kinds), the
+    .venv-harbor that set-up makes (beside the project, or behind the `harbor` command on PATH), the
     `uv tool install harbor` environment, a `harbor` importable by this interpreter."""
     if spec:
         return _source_at(Path(spec).expanduser(), "param agent.harbor_package")
     if os.environ.get(ENV_VAR):
         return _source_at(Path(os.environ[ENV_VAR]).expanduser(), f"${ENV_VAR}")
     tried = ["param agent.harbor_package (null)", f"${ENV_VAR} (unset)"]
+    setup_venvs = _setup_venv_candidates()
+    if setup_venvs:
+        package, how = setup_venvs[0]
+        return _source_at(package, how)
+    tried.append(f"{HARBOR_VENV} in {Path.cwd()} and beside the package, and the `harbor` command on PATH "
+                 "(none has lib/python3*/site-packages/harbor)")
     candidates = _uv_tool_candidates()
     if candidates:
         return _source_at(candidates[-1], "uv tool dir")
@@ -145,8 +176,9 @@ def locate_harbor(spec: str | os.PathLike | None = None) -> HarborSource:
     tried.append(f"`import harbor` in {sys.executable}")
     raise HarborPackageError(
         "agent.protocol harbor-terminus-2 needs Harbor's package files, and none were found; tried: "
-        + "; ".join(tried) + ". Set agent.harbor_package (or $HARBOR_PACKAGE_DIR) to a harbor-X.whl or to the "
-        "`harbor` package directory of the environment Harbor is installed in.")
+        + "; ".join(tried) + ". Run `make setup` on the GPU machine (it makes .venv-harbor), or set "
+        "agent.harbor_package (or $HARBOR_PACKAGE_DIR) to a harbor-X.whl or to the `harbor` package directory "
+        "of the environment Harbor is installed in.")
 
 
 # ---- f-strings out of Harbor's code ---------------------------------------------------------------------

@@ -68,6 +68,63 @@ class TurnCreditParams:
             raise ValueError(f"mt_grpo.credit.turn_gamma must be in (0, 1], got {self.turn_gamma}")
 
 
+# -- budgets, checked when params load (issue 35) ------------------------------------------------------
+# A trajectory is max_turns replies of up to max_turn_tokens plus an observation after every reply but the last,
+# all inside max_completion_length. Replies that cannot fit even with the smallest observations are a
+# contradiction (refused); observations at agent.max_observation_bytes that cannot fit only warn, since terminal
+# output is usually far shorter (an episode that does overflow ends on context_limit and is filtered).
+MIN_OBSERVATION_TOKENS = 16  # the least a turn's observation adds: the protocol's output label and a prompt line
+OBSERVATION_BYTES_PER_TOKEN = 4  # terminal text under a BPE tokenizer, for the warning's estimate
+
+
+def trajectory_budget_problems(params: MTGRPOParams) -> list[str]:
+    turns, reply = params.max_turns, params.max_turn_tokens
+    need = turns * reply + (turns - 1) * MIN_OBSERVATION_TOKENS
+    if need <= params.max_completion_length:
+        return []
+    fit = max(1, (params.max_completion_length + MIN_OBSERVATION_TOKENS) // (reply + MIN_OBSERVATION_TOKENS))
+    return [(f"mt_grpo.max_turns x mt_grpo.max_turn_tokens ({turns} x {reply}) + {turns - 1} observations of at least "
+            f"{MIN_OBSERVATION_TOKENS} tokens = {need} tokens, more than the trajectory budget "
+            f"mt_grpo.max_completion_length ({params.max_completion_length}): every episode that uses its turns ends "
+            f"on context_limit and filter_mode drops exactly those; lower max_turns (<= {fit} at this "
+            "max_turn_tokens) or max_turn_tokens, or raise max_completion_length (and vllm_max_model_length)")]
+
+
+def trajectory_budget_warning(params: MTGRPOParams, agent: AgentConfig) -> str | None:
+    """None, or why long episodes will overflow: replies + observations at agent.max_observation_bytes."""
+    obs = -(-int(agent.max_observation_bytes) // OBSERVATION_BYTES_PER_TOKEN)
+    need = params.max_turns * params.max_turn_tokens + (params.max_turns - 1) * obs
+    if need <= params.max_completion_length:
+        return None
+    return (f"mt_grpo: {params.max_turns} turns x {params.max_turn_tokens} tokens + {params.max_turns - 1} "
+            f"observations at agent.max_observation_bytes ({agent.max_observation_bytes} B, ~{obs} tokens) = ~{need} "
+            f"tokens > mt_grpo.max_completion_length ({params.max_completion_length}): episodes with long outputs "
+            "end on context_limit (filtered)")
+
+
+def check_first_prompts(params: MTGRPOParams, agent: AgentConfig, tasks: list, tokenizer,
+                        screen: str = "root@termagent:/app# ") -> int:
+    """Every task's first prompt (the agent's own rendering, chat template included) within
+    mt_grpo.max_prompt_length; returns the longest. Refuses naming the key and the tasks over it."""
+    from termagent.protocol.protocols import get_protocol
+
+    protocol = get_protocol(agent.protocol, harbor_package=agent.harbor_package,
+                            harbor_version=agent.harbor_version, max_observation_bytes=agent.max_observation_bytes)
+    lengths = {}
+    for task in tasks:
+        ids = tokenizer.apply_chat_template(protocol.initial_messages(task.instruction, screen), tokenize=True,
+                                            add_generation_prompt=True)
+        ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+        lengths[task.id] = len(ids)
+    over = {k: v for k, v in sorted(lengths.items(), key=lambda kv: -kv[1]) if v > params.max_prompt_length}
+    if over:
+        listed = ", ".join(f"{k} ({v})" for k, v in list(over.items())[:5])
+        raise ValueError(f"mt_grpo.max_prompt_length ({params.max_prompt_length}) is shorter than the first prompt "
+                         f"of {len(over)} task(s): {listed}{' ...' if len(over) > 5 else ''} tokens; raise it (and "
+                         "vllm_max_model_length) or leave those tasks out")
+    return max(lengths.values(), default=0)
+
+
 @dataclass
 class MTGRPOParams:
     # training (docs/design.md#the-gpu-configuration: dr_grpo, scale_rewards none, temperature 1.0)
@@ -117,6 +174,7 @@ class MTGRPOParams:
         if self.use_vllm and self.vllm_max_model_length < self.max_prompt_length + self.max_completion_length:
             problems.append(f"vllm_max_model_length ({self.vllm_max_model_length}) must hold max_prompt_length + "
                             f"max_completion_length ({self.max_prompt_length + self.max_completion_length})")
+        problems += trajectory_budget_problems(self)
         if problems:
             raise ValueError("mt_grpo: " + "; ".join(problems))
 
@@ -492,6 +550,7 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     seed_everything(params.seed)
     check_memory(params, model_dir)
     tokenizer = load_tokenizer(model_dir)
+    check_first_prompts(params, agent, tasks, tokenizer)  # before the model loads
     model = load_model(model_dir, start_adapter, trainable=True) if start_adapter else load_model(model_dir)
     # every row names its task; the prompt text is only a label (the agent renders the real first prompt)
     rows = [{"prompt": t.id, "task_id": t.id} for t in tasks]
@@ -533,6 +592,8 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     from termagent.train.common import StageTimer, save_adapter, stage_metrics_doc, write_stage_metrics
 
     timer = StageTimer()
+    if warning := trajectory_budget_warning(params, agent):
+        log.warning(warning)
     rollouts_dir = Path(rollouts_dir)
     for name in ("rollouts.jsonl", "steps.jsonl"):  # a rerun of the stage starts its logs afresh
         (rollouts_dir / name).unlink(missing_ok=True)
