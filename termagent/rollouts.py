@@ -226,3 +226,24 @@ class AtomicJsonlWriter:
             self.commit()
         else:
             self.abort()
+
+
+# ---- solve rates (the sample stage's rates.json, termagent/train/sampling.py) ----------------------------------
+
+def read_rates(path: Path) -> dict[str, dict]:
+    """The `tasks` map of a rates.json, with a clear error naming the file."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        tasks = doc["tasks"]
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{path}: not a solve-rate file of the sample stage ({e})") from None
+    for task_id, r in tasks.items():
+        if not isinstance(r, dict) or not {"n", "passes"} <= set(r):
+            raise ValueError(f"{path}: tasks[{task_id!r}] needs n and passes")
+    return tasks
+
+
+def tasks_with_signal(path: Path, *, min_rate: float = 0.0, max_rate: float = 1.0) -> list[str]:
+    """Task ids whose measured rate lies strictly inside (min_rate, max_rate): the RL stages' curriculum."""
+    return sorted(t for t, r in read_rates(path).items()
+                  if r["n"] >= 2 and min_rate < r["passes"] / r["n"] < max_rate)

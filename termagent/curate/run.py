@@ -43,7 +43,7 @@ def run_curation(rollouts: Path | None, tasks_dirs: list[Path], out: Path, judge
     read = ReadStats(str(rollouts or rates))
     if rates is not None:
         from termagent.curate.weights import rate_stats
-        from termagent.train.sampling import read_rates
+        from termagent.rollouts import read_rates
 
         stats = rate_stats(read_rates(rates))
         read.n_records = sum(s.n for s in stats.values())

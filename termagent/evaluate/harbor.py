@@ -341,7 +341,7 @@ def model_digest(*dirs: Path | None) -> str:
     return digest.hexdigest()
 
 
-def job_name(model: str, model_sha: str, section: HarborSection, attempts: int, serve: Any = None) -> str:
+def job_name(model: str, model_sha: str, section: HarborConfig, attempts: int, serve: Any = None) -> str:
     """Deterministic: the same model and the same params give the same job, so a rerun resumes it; anything
     that changes the result (the model's bytes, eval.harbor, eval.attempts, serve.vllm) gives a new one."""
     params = {"harbor": asdict(section), "attempts": attempts,

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from termagent import atomic
+from termagent.rollouts import read_rates, tasks_with_signal  # noqa: F401 (the rates file's readers, re-exported)
 
 PASS = 1.0  # a trajectory passes when the verifier's reward reaches this (every test passes)
 
@@ -107,25 +108,6 @@ def summary_of(rates: dict[str, dict]) -> dict[str, Any]:
             "tasks_all_fail": sum(r["passes"] == 0 for r in scored),
             "infra_failures": sum(r["infra_failures"] for r in rates.values()),
             "pass_rate_by_family": {f: round(p / n, 3) for f, (p, n) in sorted(by_family.items())}}
-
-
-def read_rates(path: Path) -> dict[str, dict]:
-    """The `tasks` map of a rates.json, with a clear error naming the file."""
-    try:
-        doc = json.loads(Path(path).read_text())
-        tasks = doc["tasks"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ValueError(f"{path}: not a solve-rate file of the sample stage ({e})") from None
-    for task_id, r in tasks.items():
-        if not isinstance(r, dict) or not {"n", "passes"} <= set(r):
-            raise ValueError(f"{path}: tasks[{task_id!r}] needs n and passes")
-    return tasks
-
-
-def tasks_with_signal(path: Path, *, min_rate: float = 0.0, max_rate: float = 1.0) -> list[str]:
-    """Task ids whose measured rate lies strictly inside (min_rate, max_rate): the RL stages' curriculum."""
-    return sorted(t for t, r in read_rates(path).items()
-                  if r["n"] >= 2 and min_rate < r["passes"] / r["n"] < max_rate)
 
 
 def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_params, temperature: float,
