@@ -8,8 +8,6 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = re.compile(r"docs/([\w-]+\.md)#([\w-]+)")
 OUTSIDE = re.compile(r"DESIGN(?:\.md| §)")

@@ -21,7 +21,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -73,7 +73,7 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
     # `dvc plots show` renders the rerun's curves.
     _run(["git", "add", "-A"], pipeline)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first run"], pipeline)
-    readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.beta": {"dpo"}, "grpo.reward.script": {"grpo"},
+    readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.trl.beta": {"dpo"}, "grpo.reward.script": {"grpo"},
                "eval.attempts": {f"{m}_eval" for m in MODELS}, "curate.seed": {"curate"}}
     original = (pipeline / "params.yaml").read_text()
     try:
