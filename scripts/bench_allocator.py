@@ -49,7 +49,8 @@ def child(params_file: str, profile: str | None, examples: int, steps: int, resu
     p = read_sections(params_file, profile, warmup=WarmupParams)
     params = p.warmup
     conversations, _ = load_conversations(params.datasets)
-    params.max_steps, params.logging_steps, params.warmup_ratio = steps, 1, 0.0  # no step at rate 0
+    params.max_steps = steps
+    params.trl.update(logging_steps=1, warmup_steps=0.0)  # no step at rate 0
     with tempfile.TemporaryDirectory(prefix="bench-allocator-") as tmp:
         m = train_sft(REPO / "models" / "base", Path(tmp) / "adapter", params, metrics_dir=Path(tmp) / "metrics",
                       stage="warmup", conversations=conversations[:examples])

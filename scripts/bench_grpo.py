@@ -75,7 +75,7 @@ def main(params_file: str, n_tasks: int, steps: int, warm_steps: int, max_comple
     sandbox_params = section(params, "sandbox", SandboxParams, file=params_file)
     tasks = [t for t in tasks_in_split("data/tasks.json", "train") if t.solve_script and t.solve_script.is_file()]
     tasks = sorted(tasks, key=lambda t: (len(t.solve_script.read_text()), t.id))[:n_tasks]
-    config = dataclasses.replace(config, use_vllm=False, max_steps=steps, save_steps=steps,
+    config = dataclasses.replace(config, use_vllm=False, max_steps=steps, trl={**config.trl, "save_steps": steps},
                                  max_completion_length=max_completion, max_tasks=0, lora=dataclasses.replace(
                                      config.lora, r=16, alpha=32))
     image = json.loads(Path("data/image.json").read_text())["image"]

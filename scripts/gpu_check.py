@@ -196,8 +196,9 @@ def run_sft(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu, *, c
     from termagent.train.common import load_tokenizer
     from termagent.train.sft import SFTParams, train_sft
 
-    params = replace(section(profile, "sft", SFTParams), datasets=["<given>"], num_train_epochs=1.0, max_steps=1,
-                     logging_steps=1, warmup_ratio=0.0)  # one step: a warmup would hold the rate at 0
+    sft = section(profile, "sft", SFTParams)  # one step: a warmup would hold the rate at 0
+    params = replace(sft, datasets=["<given>"], max_steps=1,
+                     trl={**sft.trl, "num_train_epochs": 1.0, "logging_steps": 1, "warmup_steps": 0.0})
     tokenizer = load_tokenizer(base)
     convs = conversations(tokenizer, sizes["sft_conversations"], *sizes["sft_tokens"])
     p = memory.plan("sft", shape, seq_len=params.max_length, micro_batch=params.per_device_train_batch_size,
@@ -238,8 +239,8 @@ def run_dpo(base: Path, sft_adapter: Path, work: Path, profile: dict, sizes: dic
                      "rejected": [{"role": "assistant", "content": "{" + filler(tokenizer, half // 2 - 120, rng)}]})
     data = work / "dpo.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    params = replace(section(profile, "dpo", DPOParams), dataset=str(data), max_steps=1, logging_steps=1,
-                     warmup_ratio=0.0)
+    dpo = section(profile, "dpo", DPOParams)
+    params = replace(dpo, datasets=[str(data)], trl={**dpo.trl, "max_steps": 1, "logging_steps": 1, "warmup_steps": 0.0})
     sft_lora = section(profile, "sft", SFTParams).lora  # DPO trains the SFT adapter
     p = memory.plan("dpo", shape, seq_len=params.max_length, micro_batch=2 * params.per_device_train_batch_size,
                     checkpointing=True, lora_r=sft_lora.r, lora_targets=sft_lora.target_modules,
@@ -305,8 +306,9 @@ def run_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) -> 
     from termagent.train.common import load_model, load_tokenizer
     from termagent.train.grpo import GRPOParams, GRPOPaths, RunLog, grpo_config, make_trainer_class
 
-    params = replace(section(profile, "grpo", GRPOParams), use_vllm=False, max_steps=1,
-                     max_completion_length=sizes["grpo_completion"], save_steps=1000)
+    grpo = section(profile, "grpo", GRPOParams)
+    params = replace(grpo, use_vllm=False, max_steps=1, max_completion_length=sizes["grpo_completion"],
+                     trl={**grpo.trl, "save_steps": 1000})
     c = params.effective()
     paths = GRPOPaths(out=work / "grpo" / "adapter", rollouts_dir=work / "grpo" / "rollouts",
                       metrics_dir=work / "grpo" / "metrics", checkpoints=work / "grpo" / "checkpoints",

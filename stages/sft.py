@@ -54,7 +54,7 @@ def main(stage: str, params_file: Path, profile: str | None, base_dir: Path, out
         write_start(out, base_dir=base_dir, adapter=True, metrics={"last_loss": m["last_loss"]})
     loss = " -> ".join("n/a" if x is None else f"{x:.3f}" for x in (m["first_loss"], m["last_loss"]))
     click.echo(f"{out}: {m['n_conversations']} conversations, {m['global_steps']} steps, loss "
-               f"{loss} (logged every {cfg.logging_steps} steps), {m['tokens_per_s']} tokens/s, "
+               f"{loss} (logged every {cfg.trl.get('logging_steps', 1)} steps), {m['tokens_per_s']} tokens/s, "
                f"{m['adapter_tensors_changed']}/{m['adapter_tensors']} trained tensors changed")
 
 

@@ -8,16 +8,18 @@ The library never reads params.yaml: stages and CLI commands call this module an
 configs on. Errors name the file and the key, e.g. `params.yaml: sandbox.concurrency must be int, got
 'eight'`.
 
-One default, once. The config dataclass next to the code holds every default (with a one-line why);
-params.yaml restates the values only because DVC tracks them. `SECTIONS` maps each params.yaml section
-to its dataclass and `termagent.embedded_overrides.EMBEDDED_OVERRIDES` names the few keys where
-params.yaml (the embedded CPU profile) deliberately differs from the dataclass, with the reason (a module
-of its own, which no stage imports: rewording a reason never makes a stage stale).
-tests/test_params_defaults.py builds every section both ways and fails naming `section.key` on any other
-difference. To add a section: add its dataclass to `SECTIONS` ("name": "module:Class"), and a key of
-`EMBEDDED_OVERRIDES` for each value params.yaml sets on purpose away from the dataclass default.
+One value per knob. The config dataclass next to the code holds every default, and params.yaml (the
+embedded 2-core CPU profile) states the same values, each with the one comment that says why (DVC tracks
+params.yaml); tests/test_params_defaults.py fails naming `section.key` on any difference. To add a section:
+add its dataclass to `SECTIONS` ("name": "module:Class") and its values to params.yaml.
 
-Profiles are layered when read: a profile file holds only the keys it changes, and
+TRL's own knobs pass through: a `trl:` map of a training section (`sft.trl`, `dpo.trl`, `grpo.trl`, ...;
+a field made with `trl_knobs`) goes straight into the TRL config, each key checked here against that
+config's fields (`params.yaml: sft.trl.learnin_rate: not a field of trl.SFTConfig`). A knob termagent reads
+itself (max_steps, max_length, batch sizes, temperature, ...) is a typed field of the section and may not
+appear in the map too.
+
+Profiles are layered when read: a profile file holds only the keys whose value it changes, and
 `load_params(path, profile=...)` merges it over params.yaml (`make profile-h100` writes the same merge
 into params.yaml). A partial profile is never read as a whole params file.
 """
@@ -175,6 +177,9 @@ def build(cls: type[T], data: Any, where: str) -> T:
     if unknown:
         raise ParamsError(f"{where}: unknown key(s) {unknown}; known: {sorted(fields)}")
     kwargs = {name: _check(value, hints[name], f"{where}.{name}") for name, value in data.items()}
+    for name, value in kwargs.items():
+        if "trl_config" in fields[name].metadata:
+            check_trl_knobs(value, fields[name].metadata, set(fields), f"{where}.{name}")
     missing = [
         n for n, f in fields.items()
         if n not in kwargs and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
@@ -187,6 +192,27 @@ def build(cls: type[T], data: Any, where: str) -> T:
         raise
     except ValueError as exc:  # the config's own checks (__post_init__) get the file and section named
         raise ParamsError(f"{where}: {exc}") from exc
+
+
+def trl_knobs(config: str, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The metadata of a dataclass field holding TRL's own knobs of `trl.<config>` (`sft.trl: {learning_rate:
+    ...}`): passed straight into that config, each key checked at load against its fields. A knob termagent reads
+    itself is a typed field of the section instead, and `reserved` names what the code sets (neither may appear
+    in the map)."""
+    return {"trl_config": config, "reserved": tuple(reserved)}
+
+
+def check_trl_knobs(knobs: dict[str, Any], metadata: Any, typed: set[str], where: str) -> None:
+    """`params.yaml: sft.trl.learnin_rate: not a field of trl.SFTConfig`, or one set elsewhere."""
+    import trl
+
+    config = metadata["trl_config"]
+    names = {f.name for f in dataclasses.fields(getattr(trl, config))}
+    for key in knobs:
+        if key not in names:
+            raise ParamsError(f"{where}.{key}: not a field of trl.{config}")
+        if key in typed or key in metadata["reserved"]:
+            raise ParamsError(f"{where}.{key}: set by termagent (a typed key of the section, or fixed in the code)")
 
 
 # Sections whose `seed` is the run's: the top-level `seed` key of params.yaml, unless the section sets its own.

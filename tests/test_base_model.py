@@ -124,7 +124,9 @@ def test_hf_source_fails_loudly_offline(tmp_path, monkeypatch):
 
 
 def test_h100_profile_pins_nemotron_and_vllm():
-    profile = yaml.safe_load((REPO / "profiles" / "h100.yaml").read_text())
+    from termagent.params import load_params
+
+    profile = load_params(REPO / "params.yaml", REPO / "profiles" / "h100.yaml")
     assert profile["base_model"]["source"] == "hf"
     assert profile["base_model"]["hf_id"] == "nvidia/Nemotron-Terminal-8B"
     assert profile["serve"]["backend"] == "vllm"

@@ -1,11 +1,12 @@
-"""One default, once: params.yaml restates the config dataclasses, and profiles layer over it.
+"""One value per knob: the config dataclasses' defaults are params.yaml's values, and a profile is a diff.
 
-For every section params.yaml has, the dataclass registered in `termagent.params.SECTIONS` is built
-from params.yaml and compared, key by key (nested sections too), with the dataclass's own defaults; any
-difference that is not declared in `termagent.embedded_overrides.EMBEDDED_OVERRIDES` fails, naming `section.key`.
-Adding a section (generate, demos, sft, grpo, dpo, mt_grpo, ...): register its dataclass in
-`termagent.params.SECTIONS`; declare in `EMBEDDED_OVERRIDES` (with the reason) each value params.yaml
-sets on purpose away from the dataclass default. Nothing to change here.
+- For every section of params.yaml, the dataclass registered in `termagent.params.SECTIONS` built from
+  params.yaml equals the dataclass's own defaults, key by key (nested sections too): a test lists every key
+  whose value differs, and finds none. Changing a value means changing both (the test names the key).
+- A profile (profiles/*.yaml) holds only keys whose value differs from the default, and the merged
+  configurations it yields are the ones in tests/fixtures/params/merged_profiles.json (a changed value is a
+  changed fixture: `python tests/test_params_defaults.py --write`).
+- A `trl:` map passes TRL's own knobs through; a misspelt key fails at load, naming the file and the key.
 
     python -m pytest tests/test_params_defaults.py -q
 """
@@ -13,12 +14,13 @@ sets on purpose away from the dataclass default. Nothing to change here.
 from __future__ import annotations
 
 import dataclasses
+import json
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from termagent.embedded_overrides import EMBEDDED_OVERRIDES
 from termagent.params import (
     SECTIONS,
     ParamsError,
@@ -30,6 +32,8 @@ from termagent.params import (
 
 REPO = Path(__file__).resolve().parents[1]
 PARAMS = load_params(REPO / "params.yaml")
+SNAPSHOT = REPO / "tests/fixtures/params/merged_profiles.json"
+PROFILES = sorted(p.stem for p in (REPO / "profiles").glob("*.yaml"))
 
 
 def flat(value, prefix: str) -> dict[str, object]:
@@ -50,27 +54,34 @@ def differences(name: str, params: dict) -> dict[str, tuple[object, object]]:
 
 
 def test_every_params_section_is_registered():
-    assert sorted(set(PARAMS) - set(SECTIONS)) == [], "register each params.yaml section in termagent.params.SECTIONS"
+    assert sorted(set(PARAMS) - set(SECTIONS) - {"seed"}) == [], \
+        "register each params.yaml section in termagent.params.SECTIONS"
 
 
-@pytest.mark.parametrize("name", sorted(PARAMS))
-def test_params_yaml_restates_the_dataclass_defaults(name):
-    undeclared = {k: v for k, v in differences(name, PARAMS).items() if k not in EMBEDDED_OVERRIDES}
-    assert not undeclared, "params.yaml differs from the dataclass default (params.yaml, default): " + ", ".join(
-        f"{k}: {a!r} vs {b!r}" for k, (a, b) in undeclared.items()) + \
-        " -- fix one of them, or declare the key in termagent.embedded_overrides.EMBEDDED_OVERRIDES"
-
-
-def test_every_declared_override_is_a_real_difference():
-    real = {k for name in PARAMS for k in differences(name, PARAMS)}
-    assert sorted(set(EMBEDDED_OVERRIDES) - real) == [], "stale EMBEDDED_OVERRIDES entries: params.yaml equals the default"
-    assert all(why.strip() for why in EMBEDDED_OVERRIDES.values())
+def test_no_key_differs_between_a_dataclass_default_and_params_yaml():
+    differ = {k: v for name in sorted(set(PARAMS) - {"seed"}) for k, v in differences(name, PARAMS).items()}
+    assert differ == {}, "params.yaml differs from the dataclass default (params.yaml, default): " + ", ".join(
+        f"{k}: {a!r} vs {b!r}" for k, (a, b) in differ.items())
 
 
 def test_the_drift_test_catches_a_drifted_value():
     drifted = yaml.safe_load((REPO / "params.yaml").read_text())
     drifted["tasks"]["split_seed"] = 7
     assert differences("tasks", drifted) == {"tasks.split_seed": (7, 0)}
+
+
+def test_a_misspelt_trl_knob_fails_naming_file_and_key():
+    bad = yaml.safe_load((REPO / "params.yaml").read_text())
+    bad["sft"]["trl"]["learnin_rate"] = 1e-4
+    with pytest.raises(ParamsError, match=r"^params.yaml: sft.trl.learnin_rate: not a field of trl.SFTConfig$"):
+        section(bad, "sft", section_class("sft"))
+
+
+def test_a_knob_termagent_reads_cannot_hide_in_the_trl_map():
+    bad = yaml.safe_load((REPO / "params.yaml").read_text())
+    bad["dpo"]["trl"]["max_length"] = 9  # dpo.max_length: one place per knob
+    with pytest.raises(ParamsError, match="params.yaml: dpo.trl.max_length: set by termagent"):
+        section(bad, "dpo", section_class("dpo"))
 
 
 # -- profiles -----------------------------------------------------------------------------------------
@@ -97,7 +108,7 @@ def test_a_profile_changes_exactly_the_keys_it_names(profile, monkeypatch):
     for key in named:
         assert merged_leaves[key] == _get(yaml.safe_load((REPO / "profiles" / f"{profile}.yaml").read_text()), key)
     # Every section still builds (the merge typed-checks).
-    for name in merged:
+    for name in set(merged) - {"seed"}:
         section(merged, name, section_class(name), file=f"params.yaml+{profile}")
 
 
@@ -140,3 +151,54 @@ def test_make_profile_writes_the_same_merge_the_reader_applies(tmp_path, monkeyp
     subprocess.run([sys.executable, "scripts/apply_profile.py", "h100", "--params", str(copy)], check=True,
                    capture_output=True)
     assert load_params(copy) == load_params("params.yaml", profile="h100")
+
+
+# -- profiles are diffs -------------------------------------------------------------------------------
+
+
+def merged_configs() -> dict[str, dict[str, object]]:
+    """params.yaml, and params.yaml + each profile, built through the dataclasses: `section.key` -> value,
+    a `trl:` map key by key."""
+    out = {}
+    for profile in [None, *PROFILES]:
+        params = load_params(REPO / "params.yaml", REPO / "profiles" / f"{profile}.yaml" if profile else None)
+        values: dict[str, object] = {}
+        for name in sorted(set(params) - {"seed"}):
+            for key, value in flat(section(params, name, section_class(name)), name).items():
+                if key.endswith(".trl"):
+                    values.update({f"{key}.{k}": v for k, v in value.items()})
+                else:
+                    values[key] = value
+        out[profile or "params"] = dict(sorted(values.items()))
+    return json.loads(json.dumps(out, default=list))
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_a_profile_holds_no_key_equal_to_the_default(profile):
+    named = _values(yaml.safe_load((REPO / "profiles" / f"{profile}.yaml").read_text()))
+    same = sorted(k for k, v in named.items() if _values(PARAMS).get(k) == v)
+    assert same == [], f"profiles/{profile}.yaml restates the default of {same}"
+
+
+def test_the_profiles_yield_the_recorded_configurations():
+    recorded, now = json.loads(SNAPSHOT.read_text()), merged_configs()
+    assert sorted(now) == sorted(recorded)
+    for name in now:
+        changed = {k: (recorded[name].get(k), now[name].get(k)) for k in set(recorded[name]) | set(now[name])
+                   if recorded[name].get(k) != now[name].get(k)}
+        assert changed == {}, f"{name}: (recorded, now) {changed}; rerun with --write if that is meant"
+
+
+def test_a_second_seed_is_one_key():
+    """`dvc exp run -S seed=1`: every run-seeded section takes the top-level seed; the tasks stay the same."""
+    from termagent.params import RUN_SEEDED
+
+    seeded = {**PARAMS, "seed": 1}
+    for name in RUN_SEEDED:
+        assert section(seeded, name, section_class(name)).seed == 1, name
+    for name in ("generate", "tasks", "base_model", "report"):
+        assert section(seeded, name, section_class(name)) == section(PARAMS, name, section_class(name))
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    SNAPSHOT.write_text(json.dumps(merged_configs(), indent=1) + "\n")

@@ -74,7 +74,7 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
     # `dvc plots show` renders the rerun's curves.
     _run(["git", "add", "-A"], pipeline)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first run"], pipeline)
-    readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.beta": {"dpo"}, "grpo.max_resamples": {"grpo"},
+    readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.trl.beta": {"dpo"}, "grpo.max_resamples": {"grpo"},
                "eval.attempts": {f"eval@{m}" for m in MODELS}, "curate.min_quality": {"curate"},
                "sample.attempts": {"sample_warmup", "sample_dpo"},
                # the run's seed (`dvc exp run -S seed=1`): every training stage, nothing else

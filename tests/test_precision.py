@@ -134,7 +134,8 @@ def test_sft_trains_under_cpu_autocast_when_bf16_is_on(tiny_model_dir, tmp_path,
     demos.write_text("".join(json.dumps({"conversations": [*HELLO, {"role": "assistant", "content": reply}],
                                          "task_id": f"t{i}"}) + "\n" for i in range(2)))
     params = SFTParams(datasets=[str(demos)], max_length=256, max_steps=2, gradient_accumulation_steps=1,
-                       learning_rate=5e-3, warmup_ratio=0.0, lora=LoraParams(r=4, alpha=8))
+                       trl={**SFTParams().trl, "learning_rate": 5e-3, "warmup_steps": 0.0}, lora=LoraParams(r=4, alpha=8),
+                       skip_seen_by=None)
     metrics = train_sft(tiny_model_dir, tmp_path / "adapter", params, metrics_dir=tmp_path / "metrics",
                         curves_png=tmp_path / "curves.png")
     assert metrics["global_steps"] == 2

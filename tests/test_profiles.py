@@ -38,26 +38,6 @@ def typed(name):
     return section(H100, name, section_class(name), file="params.yaml+h100")
 
 
-# Embedded overrides the H100 profile may inherit from params.yaml, each with why that is right there.
-H100_INHERITS = {
-    "grpo.round2.gradient_accumulation_steps": "4 x 4 per step is the H100's round-2 shape too",
-    "demos.concurrency": "oracle episodes wait on the terminal; 6 containers are as good on a GPU host",
-}
-
-
-def test_h100_restates_every_embedded_override_it_does_not_mean_to_inherit():
-    # A key params.yaml sets for the CPU model (termagent.embedded_overrides) and the profile leaves out
-    # reaches the real run unnoticed (a CPU-only renaming of the demos once did). The warmup is off on the H100.
-    from termagent.embedded_overrides import EMBEDDED_OVERRIDES
-
-    restated = leaves(yaml.safe_load((REPO / "profiles/h100.yaml").read_text()))
-    leaked = sorted(k for k in EMBEDDED_OVERRIDES
-                    if not k.startswith("warmup.") and k not in H100_INHERITS and k not in restated
-                    and not any(r.startswith(k + ".") for r in restated))  # a mapping restated leaf by leaf
-    assert leaked == [], f"profiles/h100.yaml inherits these CPU-profile values: {leaked}"
-    assert typed("sft").max_steps == -1 and typed("datasets").fail_threshold == 0.3
-
-
 def test_h100_holds_the_design_configuration():
     base, serve, ev = typed("base_model"), typed("serve"), typed("eval")
     assert (base.source, base.hf_id) == ("hf", "nvidia/Nemotron-Terminal-8B")
@@ -71,29 +51,31 @@ def test_h100_holds_the_design_configuration():
     # the eval is Harbor's terminus-2: every stage that renders a prompt sends its text (issue 28, item 5)
     assert typed("agent").protocol == "harbor-terminus-2" and typed("agent").harbor_version == "0.25.0"
     assert typed("generate").instances == 52 and typed("curate").target_size == 100
+    assert typed("datasets").fail_threshold == 0.3 and typed("demos").concurrency == 6
 
     grpo = typed("grpo")
     assert (grpo.num_generations, grpo.per_device_train_batch_size, grpo.gradient_accumulation_steps) == (8, 4, 4)
-    assert (grpo.max_completion_length, grpo.learning_rate, grpo.beta, grpo.lr_scheduler_type) == \
+    assert (grpo.max_completion_length, grpo.trl["learning_rate"], grpo.trl["beta"], grpo.trl["lr_scheduler_type"]) == \
         (2048, 5e-6, 0.005, "cosine")
     assert (grpo.lora.r, grpo.lora.alpha, grpo.use_vllm) == (64, 64, True)
     assert (grpo.round2.num_generations, grpo.round2.beta, grpo.round2.max_prompt_length) == (16, 0.01, 2048)
     assert typed("warmup").enabled is False  # GRPO starts from the base model
 
     sft = typed("sft")
-    assert (sft.learning_rate, sft.lr_scheduler_type, sft.warmup_ratio, sft.num_train_epochs) == \
-        (2e-5, "cosine", 0.1, 2.0)
+    assert {k: sft.trl[k] for k in ("learning_rate", "lr_scheduler_type", "warmup_steps", "num_train_epochs")} == \
+        {"learning_rate": 2e-5, "lr_scheduler_type": "cosine", "warmup_steps": 0.1, "num_train_epochs": 2.0}
+    assert (sft.max_steps, sft.skip_seen_by) == (-1, None)  # the epochs decide; no warmup adapter to skip
     assert (sft.per_device_train_batch_size, sft.gradient_accumulation_steps, sft.max_length) == (1, 16, 8192)
     assert (sft.lora.r, sft.lora.alpha, sft.lora.modules_to_save) == (64, 64, [])
     assert any(d.startswith("open-thoughts/OpenThoughts-Agent-v1-SFT@") for d in sft.datasets)
 
     dpo = typed("dpo")
-    assert (dpo.skip_if_empty, dpo.max_length) == (False, 8192)
+    assert (dpo.skip_if_empty, dpo.max_length, dpo.trl["learning_rate"], dpo.trl["beta"]) == (False, 8192, 1e-6, 0.1)
 
     mt = typed("mt_grpo")
-    assert (mt.temperature, mt.loss_type, mt.max_completion_length, mt.scale_rewards, mt.num_generations) == \
+    assert (mt.temperature, mt.trl["loss_type"], mt.max_completion_length, mt.scale_rewards, mt.num_generations) == \
         (1.0, "dr_grpo", 8192, "none", 8)
-    assert mt.learning_rate == 5e-6
+    assert mt.trl["learning_rate"] == 5e-6
 
 
 def leaves(d, prefix=""):
@@ -161,13 +143,3 @@ def test_every_stage_takes_params_and_profile_and_names_a_bad_profile(script):
                           "--profile", "nosuch"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
                           check=False)
     assert out.returncode != 0 and "profiles/nosuch.yaml: no such profile" in out.stderr, out.stderr
-
-
-def test_the_seed_profile_changes_every_training_seed_and_nothing_that_defines_the_tasks():
-    """profiles/seed1.yaml: a second run on the same tasks (paired), every training seed different."""
-    base, seeded = load_params(REPO / "params.yaml"), load_params(REPO / "params.yaml", REPO / "profiles/seed1.yaml")
-    changed = {k for k, v in leaves(seeded).items() if leaves(base).get(k) != v}
-    assert changed == {f"{s}.seed" for s in ("warmup", "sft", "dpo", "grpo", "mt_grpo", "curate")}
-    trained = [k for k in leaves(base) if k.endswith(".seed") and k.split(".")[0] in SECTIONS
-               and k.split(".")[0] not in ("generate", "agent", "report", "base_model")]
-    assert set(trained) <= changed, "a training seed the profile leaves as it was"

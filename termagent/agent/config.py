@@ -10,14 +10,14 @@ from termagent.protocol import MAX_OUTPUT_BYTES
 
 @dataclass(frozen=True)
 class AgentConfig:
-    max_turns: int = 30  # model calls per episode (parse errors and cut-off replies count)
-    max_output_tokens: int = 1024  # sent as max_tokens on every call; a longer reply stops with "length"
-    temperature: float = 0.7
+    max_turns: int = 8  # model calls per episode (parse errors and cut-off replies count)
+    max_output_tokens: int = 192  # sent as max_tokens on every call; a longer reply stops with "length"
+    temperature: float = 0.0  # greedy
     # End the episode after this many replies in a row that ran nothing (a hard parse error, or cut off at
     # max_output_tokens): ended_by "failed_replies", and the verifier grades the container as it is. None:
     # no such limit (Terminus-2). A model that writes no usable reply three times running has given up; the
     # rest of its turn budget only costs decoding (the random base model writes max_output_tokens every turn).
-    max_failed_replies: int | None = None
+    max_failed_replies: int | None = 2
     seed: int | None = None  # passed to the policy (reproducible sampling where the backend honours it)
     # A stuck episode ends early (ended_by "stuck") instead of holding a slot until the task's agent timeout:
     # the same keystrokes sent this many replies in a row, or the terminal still busy (no prompt came back:

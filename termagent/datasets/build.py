@@ -42,7 +42,7 @@ REMOVED_FILE = "dpo_filtered.removed.jsonl"
 @dataclass
 class BuildConfig:
     pass_threshold: float = 0.9  # verifier_reward >= this: a passing rollout
-    fail_threshold: float = 0.3  # verifier_reward < this: a failing rollout (for dpo)
+    fail_threshold: float = 0.6  # verifier_reward < this: a failing rollout (for dpo)
     pairs_per_group: int = 1  # dpo pairs per (training_step, task_id) group
     api_max_candidates: int = 3  # passing rollouts the judge compares per task (latest steps first)
     api_min_passing: int = 2  # a task needs this many passing rollouts for api_sft

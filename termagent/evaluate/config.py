@@ -40,11 +40,13 @@ class EvalConfig:
     split: list[str] | str = field(default_factory=lambda: ["eval", "eval_id", "eval_ood"])  # a str: one group
     # model -> the groups its eval stage evaluates (the eval@<model> stages iterate over it); a model not listed
     # gets `split`
-    models: dict[str, list[str]] = field(default_factory=dict)
+    models: dict[str, list[str]] = field(default_factory=lambda: {
+        "base": ["eval", "eval_id", "eval_ood"], "warmup": ["eval_id"], "grpo": ["eval_id"], "sft": ["eval_id"],
+        "dpo": ["eval_id"], "mt_grpo": ["eval", "eval_id", "eval_ood"]})
     # at most this many tasks per group (0 / absent: all), spread over families: keeps each eval to minutes
-    max_per_split: dict[str, int] = field(default_factory=lambda: {"eval": 0, "eval_id": 0, "eval_ood": 4})
-    attempts: int = 2
-    concurrency: int = 2
+    max_per_split: dict[str, int] = field(default_factory=lambda: {"eval": 0, "eval_id": 48, "eval_ood": 4})
+    attempts: int = 1
+    concurrency: int = 8
     max_tasks: int = 0  # 0: every task of the split
     policy: Literal["hf", "serve"] = "hf"
     # policy hf: concurrent trials' calls run as one batch (termagent.policy.batching), and each episode's

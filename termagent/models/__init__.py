@@ -26,7 +26,7 @@ from termagent.models.tiny import TinyModelConfig
 
 @dataclass(frozen=True)
 class BaseModelConfig:
-    source: Literal["tiny", "gguf", "hf"] = "tiny"
+    source: Literal["tiny", "gguf", "hf"] = "gguf"
     hf_id: str = ""  # source hf: repository id, e.g. nvidia/Nemotron-Terminal-8B
     revision: str = ""  # source hf: a 40-hex commit of hf_id
     # A .jinja with {% generation %} markers for a model whose template is of no family termagent.models.templates

@@ -50,7 +50,7 @@ def _grpo_row(g: dict) -> str:
 
 def lr_mass(config: dict) -> float | None:
     """learning rate x optimizer steps (the schedule's shape aside): how far a stage may move its adapter."""
-    lr, steps = config.get("learning_rate"), config.get("max_steps")
+    lr, steps = config.get("learning_rate", (config.get("trl") or {}).get("learning_rate")), config.get("max_steps")
     return lr * steps if lr and steps and steps > 0 else None
 
 

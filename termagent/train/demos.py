@@ -42,7 +42,7 @@ _SLOW = re.compile(r"\b(make|gcc|cc|g\+\+|pip|apt-get|cargo|go build|pytest|slee
 @dataclass(frozen=True)
 class DemosConfig:
     split: str = "train"  # tasks index split the demos are made from (training reads `train` only)
-    concurrency: int = 2  # containers at once
+    concurrency: int = 6  # containers at once
     min_reward: float = 1.0  # a demo is kept only when its final state earns this verifier reward
     fast_duration: float = 0.1  # cd/ls/echo-like commands (the prompt's own advice)
     default_duration: float = 1.0  # other commands; the terminal returns early once a command finished

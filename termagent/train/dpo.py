@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from termagent import atomic
+from termagent.params import trl_knobs
 from termagent.train.common import (
     StageTimer,
     adapter_state,
@@ -43,26 +44,19 @@ class DPOParams:
     # divergent-turn pairs (termagent/datasets/trajectories.py)
     datasets: list[str] = field(default_factory=lambda: ["data/datasets/dpo_filtered.jsonl",
                                                          "data/datasets/dpo_turns.jsonl"])
-    skip_if_empty: bool = False  # empty input: False fails loudly; True saves the SFT adapter unchanged, recorded
-    beta: float = 0.1  # TRL default: strength of the pull towards the reference (the SFT policy)
-    loss_type: list[str] = field(default_factory=lambda: ["sigmoid"])  # TRL loss names; ["sigmoid", "sft"] = RPO
-    max_length: int = 8192  # prompt + completion tokens; rows whose prompt alone reaches it are dropped
-    num_train_epochs: float = 1.0
-    max_steps: int = -1  # > 0 overrides epochs (smoke runs)
-    learning_rate: float = 1e-6  # TRL default for DPO
-    lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = 0.1
+    skip_if_empty: bool = True  # empty input: True saves the SFT adapter unchanged, recorded; False fails loudly
+    max_length: int = 3072  # prompt + completion tokens; rows whose prompt alone reaches it are dropped
     per_device_train_batch_size: int = 1
-    gradient_accumulation_steps: int = 8
-    max_grad_norm: float = 1.0
-    logging_steps: int = 1
+    gradient_accumulation_steps: int = 4
+    # TRL's own knobs, straight into trl.DPOConfig (beta: the pull towards the reference, the SFT policy;
+    # loss_type: TRL loss names, ["sigmoid", "sft"] = RPO)
+    trl: dict[str, Any] = field(default_factory=lambda: {
+        "beta": 0.1, "loss_type": ["sigmoid"], "num_train_epochs": 1.0, "max_steps": -1, "learning_rate": 1e-4,
+        "lr_scheduler_type": "cosine", "warmup_steps": 0.0, "max_grad_norm": 1.0, "logging_steps": 1},
+        metadata=trl_knobs("DPOConfig", ("output_dir", "data_seed")))
     seed: int = 0
 
     def __post_init__(self):
-        if self.beta <= 0:
-            raise ValueError(f"beta must be > 0, got {self.beta}")
-        if not self.loss_type:
-            raise ValueError("loss_type must name at least one TRL DPO loss")
         if isinstance(self.datasets, str):
             raise TypeError("datasets must be a list of JSONL paths")
 
@@ -157,13 +151,9 @@ def train_dpo(base_dir: str | Path, sft_adapter: str | Path, out_dir: str | Path
     before = adapter_state(model)
     scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
     config = DPOConfig(**training_kwargs(
-        output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
-        num_train_epochs=params.num_train_epochs, max_steps=params.max_steps, learning_rate=params.learning_rate,
-        lr_scheduler_type=params.lr_scheduler_type, warmup_steps=params.warmup_ratio,
+        output_dir=scratch, seed=params.seed, max_length=params.max_length,
         per_device_train_batch_size=params.per_device_train_batch_size,
-        gradient_accumulation_steps=params.gradient_accumulation_steps, max_grad_norm=params.max_grad_norm,
-        beta=params.beta, loss_type=list(params.loss_type), max_length=params.max_length,
-    ))
+        gradient_accumulation_steps=params.gradient_accumulation_steps, **params.trl))
     trainer = DPOTrainer(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
                          processing_class=tokenizer, callbacks=[dvclive_callback(metrics_dir)])
     with timer.phase("train"):

@@ -31,12 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from termagent import atomic
+from termagent.params import trl_knobs
 from termagent.rewards import RewardWeights
 from termagent.rollouts import JsonlAppender, iter_jsonl
 from termagent.train.common import LoraParams, is_main_process
 from termagent.train.single_turn import Outcome, group_stats, rollout_records, step_record
 
 log = logging.getLogger(__name__)
+
+
+# What grpo_config sets itself: the typed fields of GRPOParams and these; the rest of GRPOConfig is `grpo.trl`'s.
+GRPO_RESERVED = ("output_dir", "data_seed", "gradient_checkpointing", "reward_weights", "save_strategy",
+                 "logging_steps", "log_completions", "disable_dropout", "vllm_max_model_length")
 
 
 @dataclass
@@ -46,7 +52,7 @@ class GRPORound2:
     num_generations: int = 16  # a bigger group: more groups with a nonzero reward std
     max_prompt_length: int = 2048  # longer task prompts admitted
     beta: float = 0.01  # a tighter KL leash for the second round
-    gradient_accumulation_steps: int | None = None  # None: keep round 1's (the batch must hold whole groups)
+    gradient_accumulation_steps: int | None = 4  # None: keep round 1's (the batch must hold whole groups)
 
 
 @dataclass
@@ -57,29 +63,27 @@ class GRPOParams:
     round2: GRPORound2 = field(default_factory=GRPORound2)
     lora: LoraParams = field(default_factory=lambda: LoraParams(r=64, alpha=64))  # docs/design.md#the-gpu-configuration; unused when starting from the warmup adapter (that adapter is trained on)
     reward: RewardWeights = field(default_factory=RewardWeights)  # 0.05 format + 0.10 script + 0.85 verifier
-    num_generations: int = 8  # completions per prompt (the group)
+    num_generations: int = 4  # completions per prompt (the group)
     per_device_train_batch_size: int = 4  # completions per micro-batch
-    gradient_accumulation_steps: int = 4  # micro-batches per optimizer step = one generation batch
-    max_steps: int = 200  # optimizer steps
-    learning_rate: float = 5e-6
-    lr_scheduler_type: str = "cosine"
-    warmup_steps: float = 0.0  # steps, or a fraction of max_steps when < 1
-    beta: float = 0.005  # KL coefficient (reference = the start: the base, or TRL's frozen copy of the warmup adapter)
-    max_prompt_length: int = 1024  # tokens; longer task prompts are left out (never truncated: eval would not)
-    max_completion_length: int = 2048  # tokens per reply; a reply cut here runs nothing and earns 0
-    temperature: float = 1.0  # sample the policy as it is (RESEARCH rec. 4: no top-p/top-k bias)
-    top_p: float = 1.0
-    top_k: int = 0
-    loss_type: str = "dapo"  # TRL's default token-level loss
-    scale_rewards: str = "group"  # advantages divided by the group's std (GRPO)
-    mask_truncated_completions: bool = False  # cut-off replies keep their 0 reward: the model learns to stop
-    save_steps: int = 10  # checkpoint every N steps (resume point after a crash)
-    save_total_limit: int = 2
+    gradient_accumulation_steps: int = 2  # micro-batches per optimizer step = one generation batch
+    max_steps: int = 5  # optimizer steps
+    max_prompt_length: int = 1536  # tokens; longer task prompts are left out (never truncated: eval would not)
+    max_completion_length: int = 192  # tokens per reply; a reply cut here runs nothing and earns 0
+    temperature: float = 0.7  # a 135 M model at 1.0 breaks its JSON or a command too often (the H100 profile: 1.0)
+    # TRL's own knobs, straight into trl.GRPOConfig. beta: the KL coefficient (reference = the start: the base, or
+    # TRL's frozen copy of the warmup adapter); loss_type dapo: TRL's token-level loss; scale_rewards group:
+    # advantages divided by the group's std; mask_truncated_completions false: a cut-off reply keeps its 0 reward,
+    # the model learns to stop; save_steps: the resume point after a crash
+    trl: dict[str, Any] = field(default_factory=lambda: {
+        "learning_rate": 1e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.0, "beta": 0.0, "top_p": 1.0,
+        "top_k": 0, "loss_type": "dapo", "scale_rewards": "group", "mask_truncated_completions": False,
+        "save_steps": 2, "save_total_limit": 2},
+        metadata=trl_knobs("GRPOConfig", GRPO_RESERVED))
     seed: int = 0
     max_tasks: int = 0  # 0: every train task; N: the first N by id (smoke runs)
-    concurrency: int = 8  # replies executed (containers) at once
+    concurrency: int = 4  # replies executed (containers) at once
     strict_format: bool = True  # a reply the parser had to repair is invalid JSON: runs nothing, earns 0 (RESEARCH §3: auto-fixing parsers get hacked)
-    use_vllm: bool = True  # H100: generate with vLLM; CPU: in-process transformers
+    use_vllm: bool = False  # H100: generate with vLLM; CPU: in-process transformers
     vllm_mode: str = "colocate"  # vLLM inside the trainer process, sharing the GPU
     vllm_gpu_memory_utilization: float = 0.3  # the rest is the trainer's (8B bf16 + LoRA + activations)
     vllm_enable_sleep_mode: bool = False  # sleep mode reloads weights on every call (RESEARCH §1.6)
@@ -110,7 +114,7 @@ class GRPOParams:
             return self
         r2 = self.round2
         return dataclasses.replace(self, round=1, num_generations=r2.num_generations,
-                                   max_prompt_length=r2.max_prompt_length, beta=r2.beta,
+                                   max_prompt_length=r2.max_prompt_length, trl={**self.trl, "beta": r2.beta},
                                    gradient_accumulation_steps=r2.gradient_accumulation_steps
                                    or self.gradient_accumulation_steps)
 
@@ -415,13 +419,9 @@ def grpo_config(config: GRPOParams, paths: GRPOPaths, tokenizer_eos: list[int]):
         output_dir=paths.checkpoints, seed=c.seed, gradient_checkpointing=True,
         per_device_train_batch_size=c.per_device_train_batch_size,
         gradient_accumulation_steps=c.gradient_accumulation_steps, max_steps=c.max_steps,
-        learning_rate=c.learning_rate, lr_scheduler_type=c.lr_scheduler_type, warmup_steps=c.warmup_steps,
-        num_generations=c.num_generations, max_completion_length=c.max_completion_length, beta=c.beta,
-        temperature=c.temperature, top_p=c.top_p, top_k=c.top_k, loss_type=c.loss_type,
-        scale_rewards=c.scale_rewards, mask_truncated_completions=c.mask_truncated_completions,
-        reward_weights=[c.reward.format, c.reward.script, c.reward.verifier],
-        save_strategy="steps", save_steps=c.save_steps, save_total_limit=c.save_total_limit,
-        logging_steps=1, log_completions=False, disable_dropout=True, **vllm))
+        num_generations=c.num_generations, max_completion_length=c.max_completion_length,
+        temperature=c.temperature, reward_weights=[c.reward.format, c.reward.script, c.reward.verifier],
+        save_strategy="steps", logging_steps=1, log_completions=False, disable_dropout=True, **vllm, **c.trl))
 
 
 def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_config, extra_fingerprint: dict

@@ -43,6 +43,7 @@ from typing import Any, Literal
 import torch
 
 from termagent.agent.config import AgentConfig
+from termagent.params import trl_knobs
 from termagent.rewards import compute_turn_advantages, compute_turn_rewards, map_turn_advantages_to_tokens
 from termagent.train.common import LoraParams
 
@@ -125,13 +126,18 @@ def check_first_prompts(params: MTGRPOParams, agent: AgentConfig, tasks: list, t
     return max(lengths.values(), default=0)
 
 
+# What mt_grpo_config sets itself: the typed fields of MTGRPOParams and these; the rest is `mt_grpo.trl`'s.
+MT_GRPO_RESERVED = ("output_dir", "data_seed", "gradient_checkpointing_kwargs", "per_device_train_batch_size",
+                    "steps_per_generation", "top_p", "top_k", "mask_truncated_completions", "num_iterations",
+                    "shuffle_dataset", "disable_dropout", "log_completions", "lr_scheduler_type", "vllm_enable_sleep_mode")
+
+
 @dataclass
 class MTGRPOParams:
     # training (docs/design.md#the-gpu-configuration: dr_grpo, scale_rewards none, temperature 1.0)
-    max_steps: int = 2  # optimizer steps; each is one rollout batch
-    learning_rate: float = 5e-6
-    num_generations: int = 2  # trajectories per task (the group)
-    tasks_per_step: int = 1  # groups per step: the batch is tasks_per_step x num_generations trajectories
+    max_steps: int = 3  # optimizer steps; each is one rollout batch
+    num_generations: int = 4  # trajectories per task (the group)
+    tasks_per_step: int = 2  # groups per step: the batch is tasks_per_step x num_generations trajectories
     gradient_accumulation_steps: int = 1  # rollout batches per optimizer step
     # memory (termagent/train/memory.py plans it before loading): the rollout batch is trained in micro-batches of
     # this many trajectories (gradient accumulation inside the step; TRL's steps_per_generation), the old-logprob
@@ -139,21 +145,23 @@ class MTGRPOParams:
     micro_batch_size: int = 1
     gradient_checkpointing: bool = True  # on CUDA only (training_kwargs): one 9k-token trajectory, 34 vs 121 GiB
     max_prompt_length: int = 2048  # the first prompt's budget in the memory plan and vLLM's max_model_len
-    temperature: float = 1.0  # sample from the model's own distribution (no IS bias from top-p/top-k)
-    beta: float = 0.0  # no reference model
-    loss_type: Literal["dr_grpo", "grpo", "dapo", "bnpo"] = "dr_grpo"
-    scale_rewards: Literal["none", "group", "batch"] = "none"
-    max_completion_length: int = 8192  # the whole trajectory budget: every turn + environment tokens
+    temperature: float = 0.7  # a 135 M model at 1.0 rarely finishes a multi-turn episode (the H100 profile: 1.0)
+    scale_rewards: Literal["none", "group", "batch"] = "none"  # the turn advantages are scaled the same way
+    # TRL's own knobs, straight into trl.GRPOConfig (beta 0: no reference model)
+    trl: dict[str, Any] = field(default_factory=lambda: {
+        "learning_rate": 1e-4, "beta": 0.0, "loss_type": "dr_grpo"},
+        metadata=trl_knobs("GRPOConfig", MT_GRPO_RESERVED))
+    max_completion_length: int = 4096  # the whole trajectory budget: every turn + environment tokens
     seed: int = 0
     lora: LoraParams = field(default_factory=LoraParams)  # only when no start adapter is given
     # rollouts (the agent: section gives everything else: observation size, pane, deadline margin)
-    max_turns: int = 8  # model calls per episode
-    max_turn_tokens: int = 512  # per-call cap (max_tokens of each turn)
+    max_turns: int = 6  # model calls per episode
+    max_turn_tokens: int = 192  # per-call cap (max_tokens of each turn)
     concurrency: int = 8  # trials of a rollout batch at once (their calls are batched)
     filter_mode: Literal["exclude", "zero"] = "exclude"  # turn cap / timeout / context limit: see module doc
     credit: TurnCreditParams = field(default_factory=TurnCreditParams)
     # generation: the trainer's own vLLM engine on a GPU (termagent.policy.trl_vllm), one training process
-    use_vllm: bool = True  # H100: vLLM; CPU: the in-process model (params.yaml sets false)
+    use_vllm: bool = False  # H100: vLLM; CPU: the in-process model (params.yaml sets false)
     vllm_mode: Literal["colocate", "server"] = "colocate"
     vllm_gpu_memory_utilization: float = 0.3  # the rest is the trainer's
     vllm_importance_sampling_mode: str = "token_truncate"  # sequence_mask drops long trajectories wholesale (#4772)
@@ -527,14 +535,12 @@ def mt_grpo_config(params: MTGRPOParams, work_dir: str | Path):
     return GRPOConfig(**training_kwargs(
         output_dir=str(work_dir), seed=params.seed, gradient_checkpointing=params.gradient_checkpointing,
         gradient_checkpointing_kwargs={"use_reentrant": False},
-        max_steps=params.max_steps, learning_rate=params.learning_rate,
-        per_device_train_batch_size=micro, steps_per_generation=micro_steps,
+        max_steps=params.max_steps, per_device_train_batch_size=micro, steps_per_generation=micro_steps,
         gradient_accumulation_steps=micro_steps * params.gradient_accumulation_steps,
         num_generations=params.num_generations, temperature=params.temperature, top_p=1.0, top_k=0,
-        beta=params.beta, loss_type=params.loss_type, scale_rewards=params.scale_rewards,
-        max_completion_length=params.max_completion_length, mask_truncated_completions=False,
-        num_iterations=1, shuffle_dataset=True, disable_dropout=True, log_completions=False,
-        lr_scheduler_type="constant", **vllm))
+        scale_rewards=params.scale_rewards, max_completion_length=params.max_completion_length,
+        mask_truncated_completions=False, num_iterations=1, shuffle_dataset=True, disable_dropout=True,
+        log_completions=False, lr_scheduler_type="constant", **vllm, **params.trl))
 
 
 def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list, *, model_dir: str | Path,

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from termagent.params import trl_knobs
 from termagent.train.common import (
     LoraParams,
     StageTimer,
@@ -40,23 +41,27 @@ _ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "ass
           "tool": "tool"}
 
 
+# What _fit sets itself: the typed fields below and these; the rest of SFTConfig is `sft.trl`'s.
+SFT_RESERVED = ("output_dir", "data_seed", "gradient_checkpointing_kwargs", "truncation_mode", "packing",
+                "assistant_only_loss")
+
+
 @dataclass
 class SFTParams:
     # Local JSONL paths (conversations or rollout rows) and/or "hf_id@revision" (a 40-hex commit).
-    datasets: list[str] = field(default_factory=lambda: ["data/sft/demos.jsonl"])
-    max_length: int = 8192  # tokens per conversation; longer ones are cut at the end (TRL keep_start)
-    num_train_epochs: float = 2.0  # docs/design.md#the-gpu-configuration
-    max_steps: int = -1  # > 0 overrides epochs (smoke runs)
-    learning_rate: float = 2e-5  # docs/design.md#the-gpu-configuration
-    lr_scheduler_type: str = "cosine"
-    warmup_ratio: float = 0.1  # 10% warmup (passed as a fractional warmup_steps, transformers 5)
+    datasets: list[str] = field(default_factory=lambda: ["data/sft/demos.jsonl", "data/datasets/rft_sft.jsonl",
+                                                         "data/datasets/api_sft.jsonl"])
+    max_length: int = 1536  # tokens per conversation; longer ones are cut at the end (TRL keep_start)
+    max_steps: int = 8  # > 0 overrides epochs; -1: trl.num_train_epochs decide
     per_device_train_batch_size: int = 1
-    gradient_accumulation_steps: int = 16
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    logging_steps: int = 1
+    gradient_accumulation_steps: int = 8
+    # TRL's own knobs, straight into trl.SFTConfig (warmup_steps < 1 is a fraction of the run)
+    trl: dict[str, Any] = field(default_factory=lambda: {
+        "num_train_epochs": 1.0, "learning_rate": 5e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.05,
+        "weight_decay": 0.0, "max_grad_norm": 1.0, "logging_steps": 2},
+        metadata=trl_knobs("SFTConfig", SFT_RESERVED))
     seed: int = 0
-    lora: LoraParams = field(default_factory=LoraParams)
+    lora: LoraParams = field(default_factory=lambda: LoraParams(r=16, alpha=32))
     # CUDA only (training_kwargs): recompute each layer in the backward instead of keeping its activations. Off
     # saves the recompute (~1/4 of a step) where the memory plan says it fits (termagent/train/memory.py:
     # the 8B at 8,192 tokens needs ~115 GiB without it: an H200, not an 80 GB H100)
@@ -64,7 +69,7 @@ class SFTParams:
     max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
     # an adapter directory whose manifest lists the conversations it trained on (`trained_examples`): those are
     # left out here, so a stage continuing that adapter trains on what it has not seen (null: keep all)
-    skip_seen_by: str | None = None
+    skip_seen_by: str | None = "models/warmup"
 
     def __post_init__(self):
         if not self.datasets:
@@ -181,15 +186,11 @@ def _fit(model, dataset, tokenizer, params: SFTParams, metrics_dir: Path, *, sta
 
     scratch = tempfile.mkdtemp(prefix=f"termagent-{stage}-")  # TRL wants an output dir; nothing is saved there
     config = SFTConfig(**training_kwargs(
-        output_dir=scratch, seed=params.seed, logging_steps=params.logging_steps,
-        gradient_checkpointing=params.gradient_checkpointing, gradient_checkpointing_kwargs={"use_reentrant": False},
-        num_train_epochs=params.num_train_epochs, max_steps=params.max_steps,
-        learning_rate=params.learning_rate, lr_scheduler_type=params.lr_scheduler_type,
-        warmup_steps=params.warmup_ratio, per_device_train_batch_size=params.per_device_train_batch_size,
-        gradient_accumulation_steps=params.gradient_accumulation_steps, weight_decay=params.weight_decay,
-        max_grad_norm=params.max_grad_norm, max_length=params.max_length, truncation_mode="keep_start",
-        packing=False, assistant_only_loss=True,
-    ))
+        output_dir=scratch, seed=params.seed, gradient_checkpointing=params.gradient_checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False}, max_steps=params.max_steps,
+        per_device_train_batch_size=params.per_device_train_batch_size,
+        gradient_accumulation_steps=params.gradient_accumulation_steps, max_length=params.max_length,
+        truncation_mode="keep_start", packing=False, assistant_only_loss=True, **params.trl))
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[dvclive_callback(metrics_dir)])
     try:
@@ -292,7 +293,7 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
         save_adapter(trainer.model, tokenizer, out_dir, manifest=manifest)
     metrics = {
         "n_conversations": len(conversations), "datasets": counts, **data_stats,
-        "global_steps": trainer.state.global_step, "epochs": result.metrics.get("epoch", params.num_train_epochs),
+        "global_steps": trainer.state.global_step, "epochs": result.metrics.get("epoch", params.trl.get("num_train_epochs")),
         "train_loss": result.training_loss, **_run_summary(trainer.state.log_history, timer.phases["train"]),
         "adapter_tensors_changed": changed, "adapter_tensors": len(before),
     }

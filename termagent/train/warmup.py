@@ -6,17 +6,28 @@ and both start from the base model. Either way models/warmup/ holds `start.json`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from termagent import atomic
 from termagent.models.artifact import write_start
-from termagent.train.sft import SFTParams
+from termagent.params import trl_knobs
+from termagent.train.sft import SFT_RESERVED, SFTParams
 
 
 @dataclass
 class WarmupParams(SFTParams):
-    enabled: bool = False  # off: GRPO starts from the base model (the H100 profile); on: a short SFT on the demos
+    """SFTParams with the warmup's own defaults: the demos alone, a higher rate, nothing to skip."""
+
+    datasets: list[str] = field(default_factory=lambda: ["data/sft/demos.jsonl"])
+    max_steps: int = 24
+    trl: dict[str, Any] = field(default_factory=lambda: {
+        "num_train_epochs": 1.0, "learning_rate": 1e-3, "lr_scheduler_type": "cosine", "warmup_steps": 0.05,
+        "weight_decay": 0.0, "max_grad_norm": 1.0, "logging_steps": 2},
+        metadata=trl_knobs("SFTConfig", SFT_RESERVED))
+    skip_seen_by: str | None = None
+    enabled: bool = True  # on: a short SFT on the demos; off: GRPO starts from the base model
 
 
 OFF_REASON = "warmup.enabled false: no warmup model was trained; GRPO starts from the base model"

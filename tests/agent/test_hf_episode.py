@@ -22,7 +22,7 @@ def test_tiny_model_episode_records_token_ids(base_image, docker_client, tiny_mo
 
     policy = make_policy(f"hf:{tiny_model_dir}")
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=1), client=docker_client)
-    config = AgentConfig(max_turns=2, max_output_tokens=16, temperature=1.0, seed=0)
+    config = AgentConfig(max_turns=2, max_output_tokens=16, temperature=1.0, seed=0, max_failed_replies=None)
     result = run_trial(sandbox, load_task(FIXTURE), TerminusAgent(policy, config))
     episode = result.agent_result
     assert result.error is None and result.reward == 0.0

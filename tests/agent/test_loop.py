@@ -77,6 +77,8 @@ def task():
 def run_episode(sandbox, task, policy, **config):
     from termagent.sandbox import run_trial
 
+    # the loop's own limits, not the embedded profile's (8 turns, 2 failed replies)
+    config = {"max_turns": 30, "max_failed_replies": None, **config}
     result = run_trial(sandbox, task, TerminusAgent(policy, AgentConfig(**config)))
     assert result.error is None, result.error
     return result, result.agent_result

@@ -25,7 +25,7 @@ def test_openai_episode_against_transformers_serve(base_image, docker_client, ti
     with serving(tiny_model_dir, log_path=tmp_path / "serve.log") as url:
         assert url.startswith("http://127.0.0.1:")
         policy = make_policy(f"openai:{url}", tokenizer=str(tiny_model_dir))
-        config = AgentConfig(max_turns=2, max_output_tokens=16, temperature=1.0)
+        config = AgentConfig(max_turns=2, max_output_tokens=16, temperature=1.0, max_failed_replies=None)
         result = run_trial(sandbox, load_task(FIXTURE), TerminusAgent(policy, config))
     episode = result.agent_result
     assert result.error is None and result.reward == 0.0

@@ -32,7 +32,7 @@ def test_bad_eval_values_name_the_key():
 
 
 def test_local_protocol_records_agent_settings_and_task_timeouts():
-    agent_cfg = AgentConfig(temperature=0.3, max_output_tokens=256, max_turns=5)
+    agent_cfg = AgentConfig(temperature=0.3, max_output_tokens=256, max_turns=5, max_failed_replies=None)
     same = [SimpleNamespace(agent_timeout_sec=60.0, verifier_timeout_sec=30.0)] * 2
     mixed = same + [SimpleNamespace(agent_timeout_sec=120.0, verifier_timeout_sec=30.0)]
     protocol = local_protocol(agent_cfg, same, agent="termagent terminus", context_limit=8192)

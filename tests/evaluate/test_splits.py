@@ -67,11 +67,11 @@ def test_eval_config_split_list_and_legacy_string():
         EvalConfig(max_per_split={"eval_id": -1})
 
 
-def test_default_caps_evaluate_every_eval_id_instance():
-    """The default eval takes every held-out instance of the training families (40 of run 6's 64 could not
+def test_zero_caps_evaluate_every_eval_id_instance():
+    """The H100 profile's caps take every held-out instance of the training families (40 of run 6's 64 could not
     resolve a +0.06 effect; all 64 did) and a sample of 4 from the families never trained on."""
     tasks, split_of = tasks_and_splits(per_id_family=30)
-    chosen = select_held_out(tasks, split_of, EvalConfig().max_per_split)
+    chosen = select_held_out(tasks, split_of, {"eval": 0, "eval_id": 0, "eval_ood": 4})
     assert sum(split_of[t.id] == "eval_id" for t in chosen) == 90
     assert sum(split_of[t.id] == "eval_ood" for t in chosen) == 4
     assert sum(split_of[t.id] == "eval" for t in chosen) == 4

@@ -28,8 +28,9 @@ def _lines(path: Path) -> int:
 def test_kill_mid_step_then_resume(tmp_path, warm_base_start, stage_inputs):
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["grpo"].update(num_generations=4, per_device_train_batch_size=4,
-                          gradient_accumulation_steps=1, max_steps=3, max_completion_length=48, save_steps=1,
-                          learning_rate=5e-4, concurrency=4, use_vllm=False, max_prompt_length=4096)
+                          gradient_accumulation_steps=1, max_steps=3, max_completion_length=48, concurrency=4,
+                          use_vllm=False, max_prompt_length=4096)
+    params["grpo"]["trl"].update(save_steps=1, learning_rate=5e-4)
     params["grpo"]["lora"].update(r=8, alpha=16)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
     out = {k: tmp_path / k for k in ("adapter", "rollouts", "ckpt", "metrics")}

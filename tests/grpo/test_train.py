@@ -24,8 +24,8 @@ ROLLOUT_FIELDS = {"task_id", "training_step", "prompt", "completion", "format_re
 
 def small_config(**kw) -> GRPOParams:
     base = {"use_vllm": False, "num_generations": 4, "per_device_train_batch_size": 4,
-            "gradient_accumulation_steps": 2, "max_steps": 2, "max_completion_length": 48, "learning_rate": 5e-4,
-            "concurrency": 4, "save_steps": 1, "max_prompt_length": 4096}
+            "gradient_accumulation_steps": 2, "max_steps": 2, "max_completion_length": 48, "concurrency": 4,
+            "max_prompt_length": 4096, "trl": {**GRPOParams().trl, "learning_rate": 5e-4, "save_steps": 1}}
     return GRPOParams(**(base | kw))
 
 

@@ -39,11 +39,13 @@ def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mod
 
     task = load_task(FIXTURE)
     params = MTGRPOParams(max_steps=1, num_generations=2, tasks_per_step=1, max_turns=2, max_turn_tokens=12,
-                          max_completion_length=256, concurrency=2, filter_mode=filter_mode, learning_rate=1e-3,
+                          max_completion_length=256, concurrency=2, filter_mode=filter_mode,
+                          trl={**MTGRPOParams().trl, "learning_rate": 1e-3},
                           use_vllm=False, micro_batch_size=micro_batch_size)
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
-    trainer = build_trainer(params, AgentConfig(), sandbox, [task], model_dir=tiny_model_dir, start_adapter=None,
-                            work_dir=tmp_path / "work", rollouts_dir=tmp_path / "rollouts",
+    # no failed-reply limit: the random tiny model's episodes run to the turn cap
+    trainer = build_trainer(params, AgentConfig(max_failed_replies=None), sandbox, [task], model_dir=tiny_model_dir,
+                            start_adapter=None, work_dir=tmp_path / "work", rollouts_dir=tmp_path / "rollouts",
                             metrics_dir=tmp_path / "metrics", trainer_cls=capturing_trainer_class())
     trainer.train()
     trainer.rows = trainer.rollout_func.last_rows  # what rollout_func returned, in batch order
@@ -139,9 +141,9 @@ def test_compact_filtering_drops_a_trajectory_that_hits_the_turn_cap(
 
 
 def test_vllm_rollouts_are_refused_clearly_without_a_gpu(tmp_path):
-    """The H100 default (use_vllm) on a machine without CUDA: a clear error naming the param, before any load."""
+    """The H100 setting (use_vllm) on a machine without CUDA: a clear error naming the param, before any load."""
     if torch.cuda.is_available():
         pytest.skip("a CUDA machine runs the vLLM path (make gpu-check)")
     with pytest.raises(RuntimeError, match="mt_grpo.use_vllm"):
-        build_trainer(MTGRPOParams(), AgentConfig(), None, [], model_dir=tmp_path, start_adapter=None,
+        build_trainer(MTGRPOParams(use_vllm=True), AgentConfig(), None, [], model_dir=tmp_path, start_adapter=None,
                       work_dir=tmp_path / "work", rollouts_dir=None, metrics_dir=None)

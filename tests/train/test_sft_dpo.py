@@ -27,9 +27,10 @@ SMALL_LORA = LoraParams(r=4, alpha=8)
 
 def small_sft(path, **kw) -> SFTParams:
     defaults = {'datasets': [str(path)], 'max_length': 512, 'max_steps': 3, 'gradient_accumulation_steps': 1,
-                    'learning_rate': 5e-3, 'warmup_ratio': 0.0, 'lora': SMALL_LORA}
+                'lora': SMALL_LORA, 'skip_seen_by': None}
+    trl = {**SFTParams().trl, "learning_rate": 5e-3, "warmup_steps": 0.0, "logging_steps": 1, **kw.pop("trl", {})}
     defaults.update(kw)
-    return SFTParams(**defaults)
+    return SFTParams(**defaults, trl=trl)
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +151,8 @@ def test_dpo_reference_is_the_sft_policy_before_training(sft_run, tiny_model_dir
 
 def test_dpo_trains_from_the_sft_adapter(sft_run, tiny_model_dir, tmp_path):
     root, _ = sft_run
-    params = DPOParams(datasets=[str(dpo_file(tmp_path / "d.jsonl"))], max_length=512, max_steps=2,
-                       gradient_accumulation_steps=1, learning_rate=1e-2, warmup_ratio=0.0)
+    params = DPOParams(datasets=[str(dpo_file(tmp_path / "d.jsonl"))], max_length=512, gradient_accumulation_steps=1,
+                       trl={**DPOParams().trl, "max_steps": 2, "learning_rate": 1e-2, "warmup_steps": 0.0})
     metrics = train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
     assert metrics["pairs"]["used"] == 4 and metrics["global_steps"] == 2
     assert metrics["adapter_tensors_changed"] == metrics["adapter_tensors"] > 0
@@ -165,8 +166,8 @@ def test_dpo_trains_from_the_sft_adapter(sft_run, tiny_model_dir, tmp_path):
 def test_dpo_whose_steps_change_nothing_fails_instead_of_saving(sft_run, tiny_model_dir, tmp_path):
     # one step under a warmup as long as the run: the learning rate is 0, the adapter stays the SFT one
     root, _ = sft_run
-    params = DPOParams(datasets=[str(dpo_file(tmp_path / "d.jsonl"))], max_length=512, max_steps=1,
-                       gradient_accumulation_steps=1, learning_rate=1e-2, warmup_ratio=0.1)
+    params = DPOParams(datasets=[str(dpo_file(tmp_path / "d.jsonl"))], max_length=512, gradient_accumulation_steps=1,
+                       trl={**DPOParams().trl, "max_steps": 1, "learning_rate": 1e-2, "warmup_steps": 0.1})
     with pytest.raises(RuntimeError, match="1 optimizer step.*changed none of the"):
         train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
     assert not (tmp_path / "dpo" / "adapter_config.json").exists()
@@ -175,7 +176,7 @@ def test_dpo_whose_steps_change_nothing_fails_instead_of_saving(sft_run, tiny_mo
 def test_dpo_empty_input_fails_clearly_or_skips(sft_run, tiny_model_dir, tmp_path):
     root, _ = sft_run
     (tmp_path / "empty.jsonl").write_text("")
-    params = DPOParams(datasets=[str(tmp_path / "empty.jsonl")])
+    params = DPOParams(datasets=[str(tmp_path / "empty.jsonl")], skip_if_empty=False)
     with pytest.raises(ValueError, match="no usable preference pair.*skip_if_empty"):
         train_dpo(tiny_model_dir, root / "adapter", tmp_path / "dpo", params, metrics_dir=tmp_path / "m")
     params = DPOParams(datasets=[str(tmp_path / "empty.jsonl")], skip_if_empty=True)
