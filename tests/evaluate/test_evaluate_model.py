@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_an_empty_split_is_an_error_naming_the_index_before_any_container(tmp_path):
     with pytest.raises(ValueError, match=r"data/tasks.json: no task in split \['nosuch'\]"):
-        evaluate_model("base", EvalConfig(split=["nosuch"]), agent=AgentConfig(), sandbox=SandboxParams(),
+        evaluate_model("base", EvalConfig(split=["nosuch"], models={}), agent=AgentConfig(), sandbox=SandboxParams(),
                        serve=ServeConfig(), tasks_index=REPO / "data/tasks.json", image_record=REPO / "data/image.json",
                        out_dir=tmp_path / "out", metrics_path=tmp_path / "m.json")
     assert not (tmp_path / "m.json").exists()

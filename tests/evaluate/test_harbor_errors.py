@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from termagent.evaluate import harbor
-from termagent.evaluate.config import EvalConfig, HarborSection
+from termagent.evaluate.config import EvalConfig, HarborConfig
 from termagent.evaluate.model import score_harbor_job
 from termagent.serve import VllmConfig
 
@@ -41,7 +41,7 @@ def test_convert_separates_graded_errors_from_infrastructure_errors():
 
 
 def test_metrics_leave_infrastructure_errors_out_and_carry_them(tmp_path):
-    cfg = EvalConfig(backend="harbor", harbor=HarborSection(max_error_rate=0.25))
+    cfg = EvalConfig(backend="harbor", harbor=HarborConfig(max_error_rate=0.25))
     metrics = score_harbor_job(JOB, model="base", cfg=cfg, out_dir=tmp_path / "eval", wall_s=1.0,
                                metrics_path=tmp_path / "base.json")
     tally = metrics["harbor_errors"]
@@ -79,7 +79,7 @@ def test_a_job_of_only_infrastructure_errors_is_refused_at_any_threshold(tmp_pat
                                   "exception_traceback": "", "occurred_at": data["started_at"]}
         data["verifier_result"] = None
         trial.write_text(json.dumps(data))
-    cfg = EvalConfig(backend="harbor", harbor=HarborSection(max_error_rate=1.0))
+    cfg = EvalConfig(backend="harbor", harbor=HarborConfig(max_error_rate=1.0))
     with pytest.raises(harbor.HarborErrorsExceeded, match="8 of 8"):
         score_harbor_job(job, model="base", cfg=cfg, out_dir=tmp_path / "eval", metrics_path=tmp_path / "m.json",
                          wall_s=1.0)
@@ -115,14 +115,14 @@ def test_job_name_is_deterministic_and_follows_the_model_and_params(tmp_path):
         d.mkdir()
         (d / "config.json").write_text("{}")
     (adapter / "adapter_model.safetensors").write_bytes(b"\x00" * 1000)
-    section = HarborSection()
+    section = HarborConfig()
     name = harbor.job_name("sft", harbor.model_digest(base, adapter), section, 5, VllmConfig())
     assert name == harbor.job_name("sft", harbor.model_digest(base, adapter), section, 5, VllmConfig())
     assert name.startswith("sft-")
-    moved = HarborSection(jobs_dir="elsewhere", max_error_rate=0.5)  # where it lives, when to refuse: same job
+    moved = HarborConfig(jobs_dir="elsewhere", max_error_rate=0.5)  # where it lives, when to refuse: same job
     assert harbor.job_name("sft", harbor.model_digest(base, adapter), moved, 5, VllmConfig()) == name
     assert harbor.job_name("sft", harbor.model_digest(base, adapter), section, 4, VllmConfig()) != name
-    assert harbor.job_name("sft", harbor.model_digest(base, adapter), HarborSection(temperature=0.6), 5,
+    assert harbor.job_name("sft", harbor.model_digest(base, adapter), HarborConfig(temperature=0.6), 5,
                            VllmConfig()) != name
     assert harbor.job_name("sft", harbor.model_digest(base, adapter), section, 5,
                            VllmConfig(generation_config="auto")) != name
@@ -143,7 +143,7 @@ def test_an_existing_job_is_resumed_rerunning_its_infrastructure_errors(tmp_path
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     jobs = tmp_path / "jobs"
     cfg = harbor.HarborRunConfig(served_model="termagent", api_base="http://127.0.0.1:1/v1", job_name=JOB.name,
-                                 n_attempts=5, section=HarborSection(jobs_dir=str(jobs)))
+                                 n_attempts=5, section=HarborConfig(jobs_dir=str(jobs)))
     job_dir, how = harbor.run_or_resume_harbor(cfg)
     assert how == "run" and calls.read_text().split()[:2] == ["run", "-d"]
     assert f"--job-name {JOB.name}" in calls.read_text()
@@ -158,7 +158,7 @@ def test_the_harbor_eval_records_the_servers_sampling_defaults(tmp_path):
     from termagent.serve import sampling_defaults
 
     record = sampling_defaults("vllm", VllmConfig())
-    metrics = score_harbor_job(JOB, model="base", cfg=EvalConfig(backend="harbor", harbor=HarborSection(
+    metrics = score_harbor_job(JOB, model="base", cfg=EvalConfig(backend="harbor", harbor=HarborConfig(
         max_error_rate=0.25)), out_dir=tmp_path / "eval", metrics_path=tmp_path / "base.json", wall_s=1.0,
         extra={"serving": record})
     assert json.loads((tmp_path / "base.json").read_text())["serving"]["generation_config"] == "vllm"

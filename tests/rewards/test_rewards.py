@@ -18,7 +18,10 @@ from termagent.rewards import (
 def test_single_turn_reward_weights():
     assert single_turn_reward(True, True, 1.0) == pytest.approx(1.0)
     assert single_turn_reward(False, False, 0.0) == 0.0
-    assert single_turn_reward(True, False, 0.5) == pytest.approx(0.05 + 0.425)
+    assert single_turn_reward(True, False, 0.5) == pytest.approx(0.5)  # by default the outcome alone
+    assert single_turn_reward(True, True, 0.0) == 0.0  # valid JSON that ran cleanly but failed the tests earns 0
+    shaped = RewardWeights(0.05, 0.10, 0.85)
+    assert single_turn_reward(True, False, 0.5, shaped) == pytest.approx(0.05 + 0.425)
     assert single_turn_reward(True, True, 0.0, RewardWeights(0.2, 0.3, 0.5)) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="verifier_reward"):
         single_turn_reward(True, True, 1.5)
