@@ -6,7 +6,7 @@
 Runs termagent.train.sampling.sample_policy: `sample.attempts` multi-turn episodes per train task (at most
 `sample.max_tasks`, spread over families) through the eval's agent loop, at the temperature of the RL stage
 named by --for (grpo.temperature or mt_grpo.temperature). --only restricts the tasks to those with at least
-one pass in an earlier sampling (a cheaper second measurement). Writes --out/rates.json and rollouts.jsonl.
+one pass in an earlier sampling (a cheaper second measurement; all of its tasks when none had a pass). Writes --out/rates.json and rollouts.jsonl.
 Reads params: sample, agent, eval.prefix_cache / eval.batched, the RL stage's temperature (and for mt_grpo its
 max_turns / max_turn_tokens: the episodes it will run), sandbox runner keys.
 """
@@ -52,7 +52,13 @@ def main(params_file, profile, model, stage, only, tasks_index, image, out) -> N
     split_of = {r["id"]: r["split"] for r in read_index(tasks_index)["tasks"]}
     train = tasks_in_split(tasks_index, "train")
     try:
-        keep = {t for t, r in read_rates(only).items() if r["passes"] > 0} if only else None
+        keep = None
+        if only:
+            earlier = read_rates(only)
+            keep = {t for t, r in earlier.items() if r["passes"] > 0}
+            if not keep:  # nothing was solved before: measure every task the earlier sampling measured
+                click.echo(f"sample: no task of {only} was solved; sampling all {len(earlier)} of its tasks")
+                keep = set(earlier)
         tasks = sample_tasks(train, split_of, s.sample, only=keep)
         doc = sample_policy(model, s.sample, agent=agent, eval_cfg=s.eval, sandbox_params=s.sandbox,
                             temperature=temperature, tasks=tasks, families={t.id: family_of(t) for t in train},
