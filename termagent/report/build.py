@@ -24,14 +24,18 @@ REQUIRED_FIELDS = ("n_tasks", "n_attempts", "accuracy", "accuracy_stderr", "per_
 STARTS = {"warmup": "base", "grpo": "warmup", "sft": "warmup", "dpo": "sft", "mt_grpo": "dpo"}
 
 
-def _read_metrics(path: Path) -> dict:
+def read_json_object(path: Path, what: str = "an eval metrics file") -> dict:
+    """A JSON object from `path`; a clear ValueError naming the file otherwise (the stage turns it into its error)."""
     try:
-        metrics = json.loads(path.read_text())
+        data = json.loads(Path(path).read_text())
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e}") from None
-    if not isinstance(metrics, dict):
-        raise ValueError(f"{path}: an eval metrics file holds a JSON object, not {type(metrics).__name__}")  # noqa: TRY004 (bad input)
-    return metrics
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: {what} holds a JSON object, not {type(data).__name__}")  # noqa: TRY004 (bad input)
+    return data
+
+
+_read_metrics = read_json_object
 
 
 def not_evaluated(paths: list[Path]) -> dict[str, str]:

@@ -14,7 +14,13 @@ import click
 
 from termagent.evaluate.config import ReportConfig  # the `report:` section (registered in termagent.params)
 from termagent.params import profile_option, read_sections
-from termagent.report.build import build_summary, load_eval_metrics, not_evaluated, write_reports
+from termagent.report.build import (
+    build_summary,
+    load_eval_metrics,
+    not_evaluated,
+    read_json_object,
+    write_reports,
+)
 from termagent.report.training import load_training_metrics, mechanism_figures
 
 
@@ -42,9 +48,9 @@ def report(metric_files: tuple[Path, ...], params_file: Path, profile: str | Non
                                 confidence=cfg.confidence, seed=cfg.seed, skipped=not_evaluated(list(metric_files)))
         training = load_training_metrics(list(train_files))
         for path in rates_files:  # data/sample/<model>/rates.json -> sample_<model>
-            training[f"sample_{path.parent.name}"] = _json_object(path)
+            training[f"sample_{path.parent.name}"] = read_json_object(path, "a rates file")
         if datasets_summary is not None:
-            training["datasets"] = _json_object(datasets_summary)
+            training["datasets"] = read_json_object(datasets_summary, "a datasets summary")
         summary["mechanism"] = mechanism_figures(training)
     except ValueError as e:
         raise click.ClickException(str(e)) from e
@@ -56,16 +62,3 @@ def report(metric_files: tuple[Path, ...], params_file: Path, profile: str | Non
     for name, c in summary["comparisons"].items():
         click.echo(f"{name:>10} - {cfg.base}: {c['diff']:+.3f} [{c['ci_low']:+.3f}, {c['ci_high']:+.3f}]")
     click.echo(f"{summary_path}, {reports_dir}/comparison.md, {reports_dir}/overlap.md, {reports_dir}/accuracy.png")
-
-
-
-def _json_object(path: Path) -> dict:
-    import json
-
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not JSON ({e.msg})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object")  # noqa: TRY004 (bad input: a ClickException)
-    return data
