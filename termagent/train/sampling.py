@@ -40,7 +40,7 @@ class SampleParams:
     attempts: int = 4  # episodes per task: a rate in (0, 1) needs both outcomes among them
     max_tasks: int = 48  # train tasks sampled, dealt round-robin over families (0: every train task)
     concurrency: int = 8  # episodes at once; their model calls decode as one batch
-    seed: int = 0  # sampling seed of attempt 0 (attempt k: seed + 1000 k) and the task deal
+    seed: int = 0  # the process's RNG seed (the calls are unseeded, so they batch) and the task deal
 
     def __post_init__(self) -> None:
         if self.attempts < 2:
@@ -123,8 +123,14 @@ def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_
 
     if not tasks:
         raise ValueError("sample: no train task to sample")
+    from termagent.train.common import seed_everything
+
     artifact = ModelArtifact.open(model)
-    agent_cfg = dataclasses.replace(agent, temperature=temperature, seed=params.seed)
+    # The process's RNG is seeded, the calls are not: a seeded call never shares a batch (termagent.policy.batching
+    # runs it alone, to be reproducible), which would serialise every episode's decoding. The draw then depends on
+    # how the concurrent episodes' calls happen to batch, as in MT-GRPO's rollouts.
+    seed_everything(params.seed)
+    agent_cfg = dataclasses.replace(agent, temperature=temperature, seed=None)
     sandbox = Sandbox(sandbox_params.sandbox_config(image))
     spec = HFSpec(model_dir=artifact.base, adapter=artifact.adapter, prefix_cache=eval_cfg.prefix_cache)
     policy = shared_policy(make_policy(spec), params.concurrency, batched=eval_cfg.batched)
