@@ -29,7 +29,8 @@ def test_kill_mid_step_then_resume(tmp_path, warm_base_start, stage_inputs):
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     params["grpo"].update(num_generations=4, per_device_train_batch_size=4,
                           gradient_accumulation_steps=1, max_steps=3, max_completion_length=48, concurrency=4,
-                          use_vllm=False, max_prompt_length=4096)
+                          use_vllm=False, max_prompt_length=4096,
+                          max_resamples=0)  # one group a step: no dynamic sampling, so 4 rollouts a step
     params["grpo"]["trl"].update(save_steps=1, learning_rate=5e-4)
     params["grpo"]["lora"].update(r=8, alpha=16)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))

@@ -10,15 +10,18 @@ import math
 import pytest
 
 from termagent.rewards import RewardWeights, single_turn_reward
-from termagent.train.single_turn import SingleTurnEnv, group_stats, rollout_records, verifier_score
+from termagent.train.single_turn import EnvConfig, SingleTurnEnv, group_stats, rollout_records, verifier_score
 from tests.grpo.conftest import NO_REWARD_SH, reply, write_task
 
 pytestmark = pytest.mark.docker
 
 
+SHAPED = RewardWeights(format=0.05, script=0.10, verifier=0.85, partial_credit=True)  # the shaped reward, a param
+
+
 @pytest.fixture(scope="module")
 def env(grpo_sandbox, tasks):
-    env = SingleTurnEnv(grpo_sandbox, tasks)
+    env = SingleTurnEnv(grpo_sandbox, tasks, EnvConfig(weights=SHAPED))
     env.probe_screens(progress=False)
     yield env
     env.close()
@@ -172,4 +175,6 @@ def test_pure_parts():
     stds, frac = group_stats([0.0, 0.0, 1.0, 0.0, None, None, 0.5, 0.5], 4)
     assert stds[:4] == [0.5] * 4 and stds[4:] == [0.0] * 4 and frac == 0.5
     assert single_turn_reward(True, True, 1.0, RewardWeights()) == pytest.approx(1.0)
-    assert math.isclose(single_turn_reward(True, False, 0.0), 0.05)
+    assert math.isclose(single_turn_reward(True, False, 0.0, SHAPED), 0.05)
+    assert single_turn_reward(True, True, 0.0) == 0.0  # the default: the outcome alone
+    assert verifier_score(0.0, 3, 4, partial_credit=False) == 0.0

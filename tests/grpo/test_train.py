@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from termagent.rewards import RewardWeights
 from termagent.rollouts import iter_jsonl, iter_rollouts
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
 from termagent.train.single_turn import EnvConfig
@@ -23,9 +24,14 @@ ROLLOUT_FIELDS = {"task_id", "training_step", "prompt", "completion", "format_re
 
 
 def small_config(**kw) -> GRPOParams:
-    base = {"use_vllm": False, "num_generations": 4, "per_device_train_batch_size": 4,
+    # The warm tiny model at temperature 1 with the shaped reward (format + script + pytest partial credit): its
+    # groups then carry a reward std on most steps, so two steps are enough to move the adapter. The embedded
+    # default (outcome only, 0.7) is trained where the rates say a group holds a pass and a fail.
+    base = {"use_vllm": False, "num_generations": 4, "per_device_train_batch_size": 4, "temperature": 1.0,
+            "max_resamples": 0,  # dynamic sampling: tests/grpo/test_resample.py
+            "reward": RewardWeights(format=0.05, script=0.10, verifier=0.85, partial_credit=True),
             "gradient_accumulation_steps": 2, "max_steps": 2, "max_completion_length": 48, "concurrency": 4,
-            "max_prompt_length": 4096, "trl": {**GRPOParams().trl, "learning_rate": 5e-4, "save_steps": 1}}
+            "max_prompt_length": 4096, "trl": {**GRPOParams().trl, "learning_rate": 5e-4, "save_steps": 1, "beta": 0.005}}  # beta > 0: kl is logged
     return GRPOParams(**(base | kw))
 
 
