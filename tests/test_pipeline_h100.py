@@ -69,7 +69,7 @@ def test_the_warmup_says_it_was_off_and_every_consumer_started_from_the_base(pip
 def test_warmup_eval_evaluates_nothing_and_the_report_names_every_model(pipeline):
     from termagent.models.artifact import passed_through
 
-    # DPO without a pair saves the SFT adapter unchanged: dpo_eval then evaluates nothing either
+    # DPO without a pair saves the SFT adapter unchanged: eval@dpo then evaluates nothing either
     through = [m for m in TRAINED if passed_through(m, pipeline / "models")]
     assert through in ([], ["dpo"])
     for model in through:
@@ -80,9 +80,10 @@ def test_warmup_eval_evaluates_nothing_and_the_report_names_every_model(pipeline
     warmup = json.loads((pipeline / "metrics/eval/warmup.json").read_text())
     assert warmup["evaluated"] is False and "accuracy" not in warmup
     assert json.loads((pipeline / "data/eval/warmup/skipped.json").read_text())["evaluated"] is False
+    groups = yaml.safe_load((pipeline / "params.yaml").read_text())["eval"]["models"]
     for model in evaluated:
         metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
-        assert metrics["n_attempts"] >= 1 and set(metrics["by_split"]) == {"eval", "eval_id", "eval_ood"}, model
+        assert metrics["n_attempts"] >= 1 and set(metrics["by_split"]) == set(groups[model]), model
     summary = json.loads((pipeline / "metrics/summary.json").read_text())
     assert sorted(summary["models"]) == sorted(evaluated)
     assert sorted(summary["comparisons"]) == sorted(trained)
