@@ -82,7 +82,7 @@ def chat(base_url: str, model: str) -> dict:
     return response.json()
 
 
-def serve_and_compare(model_dir: Path, adapter_dir: Path, tmp_path: Path, max_len: int) -> None:
+def assert_served_as_trained(model_dir: Path, adapter_dir: Path, tmp_path: Path, max_len: int) -> None:
     """`termagent serve --backend vllm` on the CPU build with the GPU profile's serve.vllm section (except the
     context, the model's own, and fp32, the comparison's); the checks of the module docstring."""
     from transformers import AutoTokenizer
@@ -141,7 +141,7 @@ def serve_and_compare(model_dir: Path, adapter_dir: Path, tmp_path: Path, max_le
 
 
 def test_termagent_serve_vllm_on_cpu_tiny_qwen3(tiny_model_dir, adapter_dir, tmp_path):
-    serve_and_compare(tiny_model_dir, adapter_dir, tmp_path, 4096)
+    assert_served_as_trained(tiny_model_dir, adapter_dir, tmp_path, 4096)
 
 
 @pytest.fixture(scope="module")
@@ -166,4 +166,4 @@ def test_termagent_serve_vllm_on_cpu_smollm2_with_adapter(smollm2_dir, tmp_path)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(smollm2_dir, dtype=torch.float32, use_kernels=False),
                            LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
     model.save_pretrained(tmp_path / "adapter")
-    serve_and_compare(smollm2_dir, tmp_path / "adapter", tmp_path, 8192)
+    assert_served_as_trained(smollm2_dir, tmp_path / "adapter", tmp_path, 8192)
