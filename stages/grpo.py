@@ -23,12 +23,12 @@ import click
 
 from termagent.agent.config import AgentConfig
 from termagent.params import profile_option, read_sections
+from termagent.rollouts import tasks_with_signal
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
 from termagent.train.common import relaunch_distributed
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
-from termagent.train.sampling import tasks_with_signal
 from termagent.train.single_turn import EnvConfig
 
 P = click.Path(path_type=Path)

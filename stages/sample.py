@@ -21,10 +21,11 @@ import click
 from termagent.agent.config import AgentConfig
 from termagent.evaluate.config import EvalConfig
 from termagent.params import profile_option, read_sections
+from termagent.rollouts import read_rates
 from termagent.sandbox.settings import SandboxParams
 from termagent.train.grpo import GRPOParams
 from termagent.train.mt_grpo import MTGRPOParams
-from termagent.train.sampling import SampleParams, read_rates, sample_policy, sample_tasks
+from termagent.train.sampling import SampleParams, sample_policy, sample_tasks
 
 P = click.Path(path_type=Path)
 

@@ -35,15 +35,13 @@ def read_json_object(path: Path, what: str = "an eval metrics file") -> dict:
     return data
 
 
-_read_metrics = read_json_object
-
 
 def not_evaluated(paths: list[Path]) -> dict[str, str]:
     """{model name: why} for the metrics files of models that were not evaluated (`evaluated: false`: a
     warmup that was off trained nothing, termagent.evaluate.model.write_not_evaluated)."""
     out: dict[str, str] = {}
     for path in sorted(Path(p) for p in paths):
-        metrics = _read_metrics(path)
+        metrics = read_json_object(path)
         if metrics.get("evaluated") is False:
             out[path.stem] = str(metrics.get("reason") or "not evaluated")
     return out
@@ -55,7 +53,7 @@ def load_eval_metrics(paths: list[Path]) -> dict[str, dict]:
     is left out: `not_evaluated` lists it with the reason."""
     out: dict[str, dict] = {}
     for path in sorted(Path(p) for p in paths):
-        metrics = _read_metrics(path)
+        metrics = read_json_object(path)
         if metrics.get("evaluated") is False:
             continue
         missing = [f for f in REQUIRED_FIELDS if f not in metrics]

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from termagent import atomic
-from termagent.rollouts import read_rates, tasks_with_signal  # noqa: F401 (the rates file's readers, re-exported)
 
 PASS = 1.0  # a trajectory passes when the verifier's reward reaches this (every test passes)
 

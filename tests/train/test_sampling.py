@@ -9,13 +9,12 @@ import pytest
 from termagent.curate.select import CurateConfig, curate_tasks
 from termagent.curate.weights import rate_stats
 from termagent.judge.rules import RulesJudge
+from termagent.rollouts import read_rates, tasks_with_signal
 from termagent.train.sampling import (
     SampleParams,
-    read_rates,
     sample_tasks,
     solve_rates,
     summary_of,
-    tasks_with_signal,
 )
 
 
