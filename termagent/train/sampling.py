@@ -6,7 +6,9 @@
 Every RL stage trains where its start policy *sometimes* succeeds: a task it always solves or never solves gives
 a group of identical rewards, hence no advantage and no gradient. So before GRPO (and before MT-GRPO) the start
 policy runs `attempts` multi-turn episodes on each sampled train task, at the RL stage's temperature, with the
-same TerminusAgent, sandbox and verifier as the eval. The output is a versioned artifact (out_dir):
+same TerminusAgent, sandbox and verifier as the eval. Most minutes would go to tasks the policy never solves
+(long episodes that end at the turn cap), so sampling is screened: `screen` episodes on every task first, the
+remaining `attempts - screen` only on the tasks where one of those passed. A task's n says how many it got. The output is a versioned artifact (out_dir):
 
     rates.json      {"model", "temperature", "attempts", "summary": {...},
                      "tasks": {task_id: {"n", "passes", "rate", "family", "mean_turns", "errors"}}}
@@ -37,6 +39,7 @@ class SampleParams:
     """The `sample:` section: how the start policy of an RL stage is measured on train tasks."""
 
     attempts: int = 4  # episodes per task: a rate in (0, 1) needs both outcomes among them
+    screen: int = 2  # first this many episodes on every task; the rest only where one of them passed (0: no screen)
     max_tasks: int = 48  # train tasks sampled, dealt round-robin over families (0: every train task)
     concurrency: int = 8  # episodes at once; their model calls decode as one batch
     seed: int = 0  # the process's RNG seed (the calls are unseeded, so they batch) and the task deal
@@ -44,6 +47,8 @@ class SampleParams:
     def __post_init__(self) -> None:
         if self.attempts < 2:
             raise ValueError(f"sample.attempts must be >= 2 (a rate in (0, 1) needs two outcomes), got {self.attempts}")
+        if not 0 <= self.screen <= self.attempts:
+            raise ValueError(f"sample.screen must be in [0, sample.attempts={self.attempts}], got {self.screen}")
         if self.max_tasks < 0 or self.concurrency < 1:
             raise ValueError(f"sample.max_tasks must be >= 0 and sample.concurrency >= 1, got {self.max_tasks}, "
                              f"{self.concurrency}")
@@ -109,6 +114,23 @@ def summary_of(rates: dict[str, dict]) -> dict[str, Any]:
             "pass_rate_by_family": {f: round(p / n, 3) for f, (p, n) in sorted(by_family.items())}}
 
 
+def screened_episodes(tasks: list, params: SampleParams, run, log=print) -> tuple[list[dict], float]:
+    """`params.screen` episodes of every task, then `attempts - screen` more of those with a pass among them.
+
+    run(tasks, attempts) -> (trajectories numbered attempt 0..attempts-1, wall seconds): run_local_eval's shape.
+    The second round's attempts are numbered on from the screen's."""
+    first = params.screen or params.attempts
+    trajectories, wall_s = run(tasks, first)
+    passed = {t["task_id"] for t in trajectories if (t.get("reward") or 0) >= PASS}
+    rest = [t for t in tasks if t.id in passed]
+    if first < params.attempts and rest:
+        log(f"screen: {len(rest)} of {len(tasks)} tasks passed; {params.attempts - first} attempts more each")
+        more, more_s = run(rest, params.attempts - first)
+        trajectories = trajectories + [{**t, "attempt": t["attempt"] + first} for t in more]
+        wall_s += more_s
+    return trajectories, wall_s
+
+
 def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_params, temperature: float,
                   tasks: list, families: dict[str, str | None], image: str, out_dir: Path,
                   log=print) -> dict[str, Any]:
@@ -134,14 +156,19 @@ def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_
     spec = HFSpec(model_dir=artifact.base, adapter=artifact.adapter, prefix_cache=eval_cfg.prefix_cache)
     policy = shared_policy(make_policy(spec), params.concurrency, batched=eval_cfg.batched)
     try:
-        log(f"sample {model}: {len(tasks)} train tasks x {params.attempts} attempts at temperature {temperature}")
-        trajectories, wall_s = run_local_eval(sandbox, tasks, TerminusAgent(policy, agent_cfg),
-                                              attempts=params.attempts, concurrency=params.concurrency, model=model)
+        terminus = TerminusAgent(policy, agent_cfg)
+        log(f"sample {model}: {len(tasks)} train tasks at temperature {temperature}, "
+            f"{params.screen or params.attempts} attempts each" + (f" ({params.attempts} where one passes)"
+                                                                  if params.screen < params.attempts else ""))
+        trajectories, wall_s = screened_episodes(
+            tasks, params, lambda ts, n: run_local_eval(sandbox, ts, terminus, attempts=n,
+                                                        concurrency=params.concurrency, model=model), log=log)
     finally:
         policy.close()
     records = [trajectory_record(t) for t in sorted(trajectories, key=lambda t: (t["task_id"], t["attempt"]))]
     rates = solve_rates(records, families)
-    doc = {"model": model, "temperature": temperature, "attempts": params.attempts, "seed": params.seed,
+    doc = {"model": model, "temperature": temperature, "attempts": params.attempts, "screen": params.screen,
+           "seed": params.seed,
            "wall_s": round(wall_s, 1), "summary": summary_of(rates), "tasks": rates}
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic.write_text(out_dir / "rollouts.jsonl",

@@ -13,6 +13,7 @@ from termagent.rollouts import read_rates, tasks_with_signal
 from termagent.train.sampling import (
     SampleParams,
     sample_tasks,
+    screened_episodes,
     solve_rates,
     summary_of,
 )
@@ -50,6 +51,26 @@ def test_only_tasks_with_a_rate_strictly_inside_zero_one_carry_signal(tmp_path):
 class T:
     def __init__(self, id, family):
         self.id, self.metadata = id, {"family": family}
+
+
+def test_the_screen_spends_the_remaining_attempts_only_where_a_screen_episode_passed():
+    tasks = [T(f"t-{i}", "a") for i in range(4)]
+    outcome = {("t-0", 0): 1.0, ("t-1", 1): 1.0}  # t-0 and t-1 pass once in the screen; t-2, t-3 never
+    calls = []
+
+    def run(ts, n):  # run_local_eval's shape: attempts numbered from 0
+        calls.append(([t.id for t in ts], n))
+        return [{"task_id": t.id, "attempt": a, "reward": outcome.get((t.id, a), 0.0)} for a in range(n) for t in ts], 1.0
+
+    got, wall = screened_episodes(tasks, SampleParams(attempts=4, screen=2), run, log=lambda *_: None)
+    assert calls == [(["t-0", "t-1", "t-2", "t-3"], 2), (["t-0", "t-1"], 2)] and wall == 2.0
+    per_task = {t.id: sorted(r["attempt"] for r in got if r["task_id"] == t.id) for t in tasks}
+    assert per_task == {"t-0": [0, 1, 2, 3], "t-1": [0, 1, 2, 3], "t-2": [0, 1], "t-3": [0, 1]}
+    calls.clear()
+    got, _ = screened_episodes(tasks, SampleParams(attempts=3, screen=0), run, log=lambda *_: None)
+    assert calls == [(["t-0", "t-1", "t-2", "t-3"], 3)] and len(got) == 12  # screen 0: every attempt everywhere
+    with pytest.raises(ValueError, match="sample.screen"):
+        SampleParams(attempts=2, screen=3)
 
 
 def test_sampling_reads_train_tasks_only_and_spreads_over_families():
