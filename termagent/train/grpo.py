@@ -424,6 +424,15 @@ def grpo_config(config: GRPOParams, paths: GRPOPaths, tokenizer_eos: list[int]):
         save_strategy="steps", logging_steps=1, log_completions=False, disable_dropout=True, **vllm, **c.trl))
 
 
+def fill_rows(rows: list[dict], prompts_per_step: int) -> list[dict]:
+    """The rows repeated until one step's distinct prompts fit: TRL's sampler draws `prompts_per_step` of them per
+    step and yields no batch at all from a smaller dataset (GRPO on the one task with signal would run 0 steps)."""
+    if not rows:
+        return rows
+    reps = -(-prompts_per_step // len(rows))
+    return rows * reps
+
+
 def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_config, extra_fingerprint: dict
                | None = None, progress: bool = True) -> dict[str, Any]:
     """Train, save the adapter to `paths.out`, write metrics; returns the summary (metrics/grpo/train.json).
@@ -476,7 +485,8 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
     if too_long:
         log.warning("%d task prompts longer than %d tokens left out: %s", len(too_long), c.max_prompt_length,
                     [r["task_id"] for r in too_long])
-    dataset = Dataset.from_list([{"prompt": r["prompt"], "task_id": r["task_id"]} for r in rows])
+    dataset = Dataset.from_list(fill_rows([{"prompt": r["prompt"], "task_id": r["task_id"]} for r in rows],
+                                          c.generation_batch_size // c.num_generations))
 
     args = grpo_config(config, paths, eos)
     before = adapter_state(model) if start_dir else None
@@ -498,6 +508,9 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     finally:
         env.close()
+    if trainer.state.global_step == 0:
+        raise RuntimeError(f"grpo: TRL ran no optimizer step over {len(dataset)} prompts (grpo.max_steps="
+                           f"{c.max_steps}); no adapter is written")
         run_log.close()
     after = adapter_state(trainer.model)
     delta = math.sqrt(sum(float((after[k] - before[k]).pow(2).sum()) for k in before if k in after))

@@ -8,7 +8,9 @@ a group of identical rewards, hence no advantage and no gradient. So before GRPO
 policy runs `attempts` multi-turn episodes on each sampled train task, at the RL stage's temperature, with the
 same TerminusAgent, sandbox and verifier as the eval. Most minutes would go to tasks the policy never solves
 (long episodes that end at the turn cap), so sampling is screened: `screen` episodes on every task first, the
-remaining `attempts - screen` only on the tasks where one of those passed. A task's n says how many it got. The output is a versioned artifact (out_dir):
+remaining `attempts - screen` only on the tasks where one of those passed; then `expand` more tasks of each family
+with a pass, screened the same way (a family the policy sometimes solves holds most of the tasks with signal).
+A task's n says how many episodes it got. The output is a versioned artifact (out_dir):
 
     rates.json      {"model", "temperature", "attempts", "summary": {...},
                      "tasks": {task_id: {"n", "passes", "rate", "family", "mean_turns", "errors"}}}
@@ -40,6 +42,7 @@ class SampleParams:
 
     attempts: int = 4  # episodes per task: a rate in (0, 1) needs both outcomes among them
     screen: int = 2  # first this many episodes on every task; the rest only where one of them passed (0: no screen)
+    expand: int = 0  # then up to this many more train tasks of each family with a pass, screened the same way
     max_tasks: int = 48  # train tasks sampled, dealt round-robin over families (0: every train task)
     concurrency: int = 8  # episodes at once; their model calls decode as one batch
     seed: int = 0  # the process's RNG seed (the calls are unseeded, so they batch) and the task deal
@@ -49,6 +52,8 @@ class SampleParams:
             raise ValueError(f"sample.attempts must be >= 2 (a rate in (0, 1) needs two outcomes), got {self.attempts}")
         if not 0 <= self.screen <= self.attempts:
             raise ValueError(f"sample.screen must be in [0, sample.attempts={self.attempts}], got {self.screen}")
+        if self.expand < 0:
+            raise ValueError(f"sample.expand must be >= 0, got {self.expand}")
         if self.max_tasks < 0 or self.concurrency < 1:
             raise ValueError(f"sample.max_tasks must be >= 0 and sample.concurrency >= 1, got {self.max_tasks}, "
                              f"{self.concurrency}")
@@ -114,26 +119,41 @@ def summary_of(rates: dict[str, dict]) -> dict[str, Any]:
             "pass_rate_by_family": {f: round(p / n, 3) for f, (p, n) in sorted(by_family.items())}}
 
 
-def screened_episodes(tasks: list, params: SampleParams, run, log=print) -> tuple[list[dict], float]:
-    """`params.screen` episodes of every task, then `attempts - screen` more of those with a pass among them.
+def screened_episodes(tasks: list, params: SampleParams, run, log=print, pool: list = (),
+                      family_of=lambda t: None) -> tuple[list[dict], float]:
+    """`params.screen` episodes of every task, then `attempts - screen` more of those with a pass among them; then
+    the same for up to `params.expand` tasks of `pool` (other train tasks) from each family that had a pass.
 
     run(tasks, attempts) -> (trajectories numbered attempt 0..attempts-1, wall seconds): run_local_eval's shape.
     The second round's attempts are numbered on from the screen's."""
     first = params.screen or params.attempts
-    trajectories, wall_s = run(tasks, first)
-    passed = {t["task_id"] for t in trajectories if (t.get("reward") or 0) >= PASS}
-    rest = [t for t in tasks if t.id in passed]
-    if first < params.attempts and rest:
-        log(f"screen: {len(rest)} of {len(tasks)} tasks passed; {params.attempts - first} attempts more each")
-        more, more_s = run(rest, params.attempts - first)
-        trajectories = trajectories + [{**t, "attempt": t["attempt"] + first} for t in more]
-        wall_s += more_s
+
+    def screened(ts: list) -> tuple[list[dict], float, set[str]]:
+        trajectories, wall_s = run(ts, first)
+        passed = {t["task_id"] for t in trajectories if (t.get("reward") or 0) >= PASS}
+        rest = [t for t in ts if t.id in passed]
+        if first < params.attempts and rest:
+            log(f"screen: {len(rest)} of {len(ts)} tasks passed; {params.attempts - first} attempts more each")
+            more, more_s = run(rest, params.attempts - first)
+            trajectories = trajectories + [{**t, "attempt": t["attempt"] + first} for t in more]
+            wall_s += more_s
+        return trajectories, wall_s, passed
+
+    trajectories, wall_s, passed = screened(tasks)
+    families = {family_of(t) for t in tasks if t.id in passed} - {None}
+    seen = {t.id for t in tasks}
+    extra = [t for fam in sorted(families) for t in [u for u in pool if u.id not in seen and family_of(u) == fam]
+             [: params.expand]]
+    if extra:
+        log(f"expand: {len(extra)} more tasks of the families with a pass ({', '.join(sorted(families))})")
+        more, more_s, _ = screened(extra)
+        trajectories, wall_s = trajectories + more, wall_s + more_s
     return trajectories, wall_s
 
 
 def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_params, temperature: float,
                   tasks: list, families: dict[str, str | None], image: str, out_dir: Path,
-                  log=print) -> dict[str, Any]:
+                  pool: list = (), log=print) -> dict[str, Any]:
     """Run the episodes, write out_dir/rates.json and rollouts.jsonl; return rates.json's content."""
     from termagent.agent import TerminusAgent
     from termagent.evaluate.trajectories import run_local_eval
@@ -162,7 +182,8 @@ def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_
                                                                   if params.screen < params.attempts else ""))
         trajectories, wall_s = screened_episodes(
             tasks, params, lambda ts, n: run_local_eval(sandbox, ts, terminus, attempts=n,
-                                                        concurrency=params.concurrency, model=model), log=log)
+                                                        concurrency=params.concurrency, model=model), log=log,
+            pool=pool, family_of=lambda t: families.get(t.id))
     finally:
         policy.close()
     records = [trajectory_record(t) for t in sorted(trajectories, key=lambda t: (t["task_id"], t["attempt"]))]

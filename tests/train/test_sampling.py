@@ -66,6 +66,12 @@ def test_the_screen_spends_the_remaining_attempts_only_where_a_screen_episode_pa
     assert calls == [(["t-0", "t-1", "t-2", "t-3"], 2), (["t-0", "t-1"], 2)] and wall == 2.0
     per_task = {t.id: sorted(r["attempt"] for r in got if r["task_id"] == t.id) for t in tasks}
     assert per_task == {"t-0": [0, 1, 2, 3], "t-1": [0, 1, 2, 3], "t-2": [0, 1], "t-3": [0, 1]}
+    calls.clear()  # expand: t-0 passed, so up to 2 more tasks of its family "a" (never of "b") are screened
+    pool = tasks + [T("a-9", "a"), T("b-9", "b"), T("a-8", "a"), T("a-7", "a")]
+    outcome[("a-8", 0)] = 1.0
+    got, _ = screened_episodes(tasks, SampleParams(attempts=4, screen=2, expand=2), run, log=lambda *_: None,
+                               pool=pool, family_of=lambda t: t.metadata["family"])
+    assert calls[2:] == [(["a-9", "a-8"], 2), (["a-8"], 2)]
     calls.clear()
     got, _ = screened_episodes(tasks, SampleParams(attempts=3, screen=0), run, log=lambda *_: None)
     assert calls == [(["t-0", "t-1", "t-2", "t-3"], 3)] and len(got) == 12  # screen 0: every attempt everywhere
@@ -101,3 +107,12 @@ def test_curate_with_measured_rates_keeps_easy_tasks_in_zero_one_and_weights_by_
     assert result.decisions["always"].startswith("dropped:solve rate 4/4")
     assert result.decisions["never"].startswith("dropped:solve rate 0/4")
     assert result.weights["half"] > result.weights["quarter"]  # a rate near one half weighs most
+
+
+def test_grpo_repeats_its_prompts_until_one_step_fits():
+    from termagent.train.grpo import fill_rows
+
+    one = [{"prompt": "p", "task_id": "only-task"}]
+    assert fill_rows(one, 2) == one * 2  # TRL's sampler yields no batch from 1 prompt when a step draws 2
+    three = [{"task_id": str(i)} for i in range(3)]
+    assert fill_rows(three, 2) == three and fill_rows([], 2) == []

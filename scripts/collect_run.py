@@ -1,0 +1,87 @@
+"""Copy one finished run's metrics out of its workspace into metrics/runs/<run>/ (what the README's table cites).
+
+    python scripts/collect_run.py --workspace /work/runA --run run11_seed0 --dest .
+
+Copies, as the stages wrote them: eval/<model>.json (per task and split), train/<stage>.json and the RL stages'
+steps.jsonl, sample/<model>.json (rates.json: per-task solve rates), datasets_summary.json, demos.json,
+summary.json and comparison.md (the report), dvc.lock (the exact params and hashes of the run). Adds
+minutes.json: each stage's wall minutes, read from the modification times of its outputs in DAG order (the
+first from --started, the run's start as a Unix time). Only files the run wrote (mtime >= --started) are copied.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import click
+
+# DAG order; the file whose mtime ends each stage
+STAGE_ENDS = [
+    ("image", "data/image.json"), ("tasks", "data/tasks.json"), ("base_model", "models/base/manifest.json"),
+    ("demos", "metrics/demos.json"), ("warmup", "metrics/warmup/train.json"),
+    ("sample_warmup", "data/sample/warmup/rates.json"), ("grpo", "metrics/grpo/train.json"),
+    ("datasets", "data/datasets/summary.json"), ("sft", "metrics/sft/train.json"), ("dpo", "metrics/dpo/train.json"),
+    ("sample_dpo", "data/sample/dpo/rates.json"), ("curate", "data/curated/rl_tasks_mt.json"),
+    ("mt_grpo", "metrics/mt_grpo/train.json"),
+]
+
+
+def copy(src: Path, dst: Path, since: float) -> bool:
+    """Copy src when this run wrote it (committed metrics of an earlier run sit in a fresh clone too)."""
+    if not src.is_file() or src.stat().st_mtime < since:
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src, dst)
+    return True
+
+
+@click.command()
+@click.option("--workspace", required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--run", "run_name", required=True, help="metrics/runs/<run>, e.g. run11_seed0")
+@click.option("--dest", default=".", show_default=True, type=click.Path(path_type=Path, file_okay=False))
+@click.option("--started", required=True, type=float, help="Unix time the run started: older files are not its own")
+def main(workspace: Path, run_name: str, dest: Path, started: float) -> None:
+    ws, out = workspace, dest / "metrics" / "runs" / run_name
+    copied = []
+    for f in sorted((ws / "metrics/eval").glob("*.json")):
+        copied += [f.name] if copy(f, out / "eval" / f.name, started) else []
+    for stage in ("warmup", "grpo", "sft", "dpo", "mt_grpo"):
+        copy(ws / f"metrics/{stage}/train.json", out / "train" / f"{stage}.json", started)
+        copy(ws / f"metrics/{stage}/steps.jsonl", out / "train" / f"{stage}_steps.jsonl", started)
+    for d in sorted((ws / "data/sample").glob("*/rates.json")):
+        copy(d, out / "sample" / f"{d.parent.name}.json", started)
+    for src, name in (("data/datasets/summary.json", "datasets_summary.json"), ("metrics/demos.json", "demos.json"),
+                      ("metrics/summary.json", "summary.json"), ("reports/comparison.md", "comparison.md"),
+                      ("dvc.lock", "dvc.lock")):
+        copy(ws / src, out / name, started)
+    minutes, last = {}, started
+    for stage, f in STAGE_ENDS:
+        p = ws / f
+        if not p.exists():
+            continue
+        t = p.stat().st_mtime
+        if t < started:  # not rerun by this run
+            continue
+        if t >= last:
+            minutes[stage] = round((t - last) / 60, 1)
+        last = t
+    evals = {}
+    for f in sorted((ws / "metrics/eval").glob("*.json")):
+        if f.stat().st_mtime < started:
+            continue
+        wall = json.loads(f.read_text()).get("wall_s")
+        if wall is not None:
+            evals[f"eval@{f.stem}"] = round(wall / 60, 1)
+    doc = {"how": "stage minutes from output modification times in DAG order; evals from their wall_s",
+           "stages": minutes, "evals": evals}
+    ends = [(ws / f).stat().st_mtime for f in ("metrics/summary.json", "reports/comparison.md") if (ws / f).exists()]
+    if ends and max(ends) >= started:
+        doc["total"] = round((max(ends) - started) / 60, 1)
+    (out / "minutes.json").write_text(json.dumps(doc, indent=2) + "\n")
+    click.echo(f"{out}: evals {copied}; minutes {doc}")
+
+
+if __name__ == "__main__":
+    main()
