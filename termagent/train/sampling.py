@@ -42,7 +42,7 @@ class SampleParams:
 
     attempts: int = 4  # episodes per task: a rate in (0, 1) needs both outcomes among them
     screen: int = 2  # first this many episodes on every task; the rest only where one of them passed (0: no screen)
-    expand: int = 0  # then up to this many more train tasks of each family with a pass, screened the same way
+    expand: int = 6  # then up to this many more train tasks of each family with a pass, screened the same way
     max_tasks: int = 48  # train tasks sampled, dealt round-robin over families (0: every train task)
     concurrency: int = 8  # episodes at once; their model calls decode as one batch
     seed: int = 0  # the process's RNG seed (the calls are unseeded, so they batch) and the task deal
