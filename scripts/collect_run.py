@@ -17,6 +17,8 @@ from pathlib import Path
 
 import click
 
+from termagent.evaluate.metrics import compute_metrics
+
 # DAG order; the file whose mtime ends each stage
 STAGE_ENDS = [
     ("image", "data/image.json"), ("tasks", "data/tasks.json"), ("base_model", "models/base/manifest.json"),
@@ -37,6 +39,17 @@ def copy(src: Path, dst: Path, since: float) -> bool:
     return True
 
 
+def add_endings(metrics: Path, trajectories: Path) -> None:
+    """Eval metrics written before they counted endings: `ended_by` and `agent_timeouts` from the trajectories."""
+    doc = json.loads(metrics.read_text())
+    if "ended_by" in doc or not trajectories.is_dir():
+        return
+    records = [json.loads(f.read_text()) for f in sorted(trajectories.glob("*.json"))]
+    fresh = compute_metrics(records, protocol={}, wall_s=0.0)
+    doc.update({k: fresh[k] for k in ("ended_by", "agent_timeouts")}, ended_by_from="trajectories (collect_run)")
+    metrics.write_text(json.dumps(doc, indent=2) + "\n")
+
+
 @click.command()
 @click.option("--workspace", required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--run", "run_name", required=True, help="metrics/runs/<run>, e.g. run11_seed0")
@@ -46,7 +59,9 @@ def main(workspace: Path, run_name: str, dest: Path, started: float) -> None:
     ws, out = workspace, dest / "metrics" / "runs" / run_name
     copied = []
     for f in sorted((ws / "metrics/eval").glob("*.json")):
-        copied += [f.name] if copy(f, out / "eval" / f.name, started) else []
+        if copy(f, out / "eval" / f.name, started):
+            copied.append(f.name)
+            add_endings(out / "eval" / f.name, ws / "data/eval" / f.stem / "trajectories")
     for stage in ("warmup", "grpo", "sft", "dpo", "mt_grpo"):
         copy(ws / f"metrics/{stage}/train.json", out / "train" / f"{stage}.json", started)
         copy(ws / f"metrics/{stage}/steps.jsonl", out / "train" / f"{stage}_steps.jsonl", started)

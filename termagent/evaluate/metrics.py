@@ -92,6 +92,9 @@ def compute_metrics(
     }
 
     errors = Counter(c for c in (error_class(r) for r in records) if c)
+    # how each episode ended (task_complete, max_turns, failed_replies, stuck, timeout, error): the agent timeouts
+    # and stuck episodes of an eval are counted here, not only in its trajectories
+    endings = Counter(str(r.get("ended_by") or "unknown") for r in records)
 
     # First-turn JSON validity: over trials whose first turn reached the model (converted Harbor
     # trials carry no turns: the field is then null, not a made-up number).
@@ -118,6 +121,8 @@ def compute_metrics(
         "pass_at_k": pass_k,
         "per_task": {t: sum(a.values()) / len(a) for t, a in sorted(solved.items())},
         "errors": dict(sorted(errors.items())),
+        "ended_by": dict(sorted(endings.items())),
+        "agent_timeouts": sum(r.get("ended_by") == "timeout" or error_class(r) == "AgentTimeoutError" for r in records),
         "first_turn_valid_json": first_valid,
         "mean_turns": sum(turn_counts) / len(turn_counts) if turn_counts else None,
         "tokens": {

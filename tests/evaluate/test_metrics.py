@@ -90,3 +90,14 @@ def test_converted_trials_without_turns_give_null_first_turn_rate():
     assert m["first_turn_valid_json"] is None
     assert m["mean_turns"] is None
     assert m["accuracy"] == 1.0
+
+
+def test_endings_and_agent_timeouts_are_counted_once_per_episode():
+    records = [{"task_id": "a", "attempt": 0, "reward": 0.0, "ended_by": "timeout",
+                "error": {"class": "AgentTimeoutError"}},  # the runner's error and the agent's ending: one timeout
+               {"task_id": "b", "attempt": 0, "reward": 0.0, "ended_by": "stuck"},
+               {"task_id": "c", "attempt": 0, "reward": 1.0, "ended_by": "task_complete"},
+               {"task_id": "d", "attempt": 0, "reward": None, "error": {"class": "AgentTimeoutError"}}]
+    m = compute_metrics(records, protocol={}, wall_s=1.0)
+    assert m["agent_timeouts"] == 2
+    assert m["ended_by"] == {"stuck": 1, "task_complete": 1, "timeout": 1, "unknown": 1}
