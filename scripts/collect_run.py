@@ -64,7 +64,7 @@ def main(workspace: Path, run_name: str, dest: Path, started: float) -> None:
             add_endings(out / "eval" / f.name, ws / "data/eval" / f.stem / "trajectories")
     for stage in ("warmup", "grpo", "sft", "dpo", "mt_grpo"):
         copy(ws / f"metrics/{stage}/train.json", out / "train" / f"{stage}.json", started)
-        copy(ws / f"metrics/{stage}/steps.jsonl", out / "train" / f"{stage}_steps.jsonl", started)
+        copy(ws / f"data/rollouts/{stage}/steps.jsonl", out / "train" / f"{stage}_steps.jsonl", started)
     for d in sorted((ws / "data/sample").glob("*/rates.json")):
         copy(d, out / "sample" / f"{d.parent.name}.json", started)
     for src, name in (("data/datasets/summary.json", "datasets_summary.json"), ("metrics/demos.json", "demos.json"),
