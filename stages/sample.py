@@ -3,8 +3,9 @@
     python stages/sample.py --model warmup --for grpo --out data/sample/warmup       # what `dvc repro sample_warmup` runs
     python stages/sample.py --model dpo --for mt_grpo --only data/sample/warmup/rates.json --out data/sample/dpo
 
-Runs termagent.train.sampling.sample_policy: `sample.attempts` multi-turn episodes per train task (at most
-`sample.max_tasks`, spread over families; screened, then `sample.expand` more tasks of each family with a pass) through the eval's agent loop, at the temperature of the RL stage
+Runs termagent.train.sampling.sample_policy: up to `sample.attempts` multi-turn episodes per train task (at most
+`sample.max_tasks`, spread over families; screened, then `sample.expand` more tasks of each family with a pass)
+through the eval's agent loop, at the temperature of the RL stage
 named by --for (grpo.temperature or mt_grpo.temperature). --only restricts the tasks to those with at least
 one pass in an earlier sampling (a cheaper second measurement; all of its tasks when none had a pass). Writes --out/rates.json and rollouts.jsonl.
 Reads params: sample, agent, eval.prefix_cache / eval.batched, the RL stage's temperature (and for mt_grpo its
@@ -14,7 +15,6 @@ max_turns / max_turn_tokens: the episodes it will run), sandbox runner keys.
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import click
@@ -26,7 +26,7 @@ from termagent.rollouts import read_rates
 from termagent.sandbox.settings import SandboxParams
 from termagent.train.grpo import GRPOParams
 from termagent.train.mt_grpo import MTGRPOParams
-from termagent.train.sampling import SampleParams, sample_policy, sample_tasks
+from termagent.train.sampling import SampleParams, expansion_pool, sample_policy, sample_tasks
 
 P = click.Path(path_type=Path)
 
@@ -62,11 +62,10 @@ def main(params_file, profile, model, stage, only, tasks_index, image, out) -> N
                 click.echo(f"sample: no task of {only} was solved; sampling all {len(earlier)} of its tasks")
                 keep = set(earlier)
         tasks = sample_tasks(train, split_of, s.sample, only=keep)
-        pool = [t for t in train if keep is None or t.id in keep]
-        random.Random(s.sample.seed).shuffle(pool)  # which other tasks of a family `sample.expand` adds
         doc = sample_policy(model, s.sample, agent=agent, eval_cfg=s.eval, sandbox_params=s.sandbox,
                             temperature=temperature, tasks=tasks, families={t.id: family_of(t) for t in train},
-                            image=json.loads(image.read_text())["image"], out_dir=out, pool=pool, log=click.echo)
+                            image=json.loads(image.read_text())["image"], out_dir=out,
+                            pool=expansion_pool(train, keep, s.sample.seed), log=click.echo)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         raise click.ClickException(str(e)) from e
     m = doc["summary"]

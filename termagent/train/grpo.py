@@ -508,10 +508,10 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     finally:
         env.close()
+        run_log.close()
     if trainer.state.global_step == 0:
         raise RuntimeError(f"grpo: TRL ran no optimizer step over {len(dataset)} prompts (grpo.max_steps="
                            f"{c.max_steps}); no adapter is written")
-        run_log.close()
     after = adapter_state(trainer.model)
     delta = math.sqrt(sum(float((after[k] - before[k]).pow(2).sum()) for k in before if k in after))
     with timer.phase("save"):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import statistics
 from collections import Counter, defaultdict
 from dataclasses import dataclass
@@ -69,6 +70,13 @@ def sample_tasks(tasks: list, split_of: dict[str, str], params: SampleParams, on
     if only is not None:
         tasks = [t for t in tasks if t.id in only]
     return select_held_out(tasks, split_of, {"train": params.max_tasks}, seed=params.seed)
+
+
+def expansion_pool(train: list, only: set[str] | None, seed: int) -> list:
+    """The train tasks `sample.expand` may add (restricted to `only` when given), in a seeded order."""
+    pool = [t for t in train if only is None or t.id in only]
+    random.Random(seed).shuffle(pool)
+    return pool
 
 
 def trajectory_record(t: dict) -> dict:
@@ -142,8 +150,13 @@ def screened_episodes(tasks: list, params: SampleParams, run, log=print, pool: l
     trajectories, wall_s, passed = screened(tasks)
     families = {family_of(t) for t in tasks if t.id in passed} - {None}
     seen = {t.id for t in tasks}
-    extra = [t for fam in sorted(families) for t in [u for u in pool if u.id not in seen and family_of(u) == fam]
-             [: params.expand]]
+    added: Counter = Counter()
+    extra = []
+    for t in pool:  # pool order decides which tasks of a family are added
+        fam = family_of(t)
+        if fam in families and t.id not in seen and added[fam] < params.expand:
+            added[fam] += 1
+            extra.append(t)
     if extra:
         log(f"expand: {len(extra)} more tasks of the families with a pass ({', '.join(sorted(families))})")
         more, more_s, _ = screened(extra)
@@ -177,9 +190,8 @@ def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_
     policy = shared_policy(make_policy(spec), params.concurrency, batched=eval_cfg.batched)
     try:
         terminus = TerminusAgent(policy, agent_cfg)
-        log(f"sample {model}: {len(tasks)} train tasks at temperature {temperature}, "
-            f"{params.screen or params.attempts} attempts each" + (f" ({params.attempts} where one passes)"
-                                                                  if params.screen < params.attempts else ""))
+        log(f"sample {model}: {len(tasks)} train tasks at temperature {temperature}, up to {params.attempts} "
+            f"attempts each (screen {params.screen}, expand {params.expand})")
         trajectories, wall_s = screened_episodes(
             tasks, params, lambda ts, n: run_local_eval(sandbox, ts, terminus, attempts=n,
                                                         concurrency=params.concurrency, model=model), log=log,

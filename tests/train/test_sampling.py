@@ -13,6 +13,7 @@ from termagent.rollouts import read_rates, tasks_with_signal
 from termagent.train.sampling import (
     SampleParams,
     sample_tasks,
+    expansion_pool,
     screened_episodes,
     solve_rates,
     summary_of,
@@ -75,6 +76,9 @@ def test_the_screen_spends_the_remaining_attempts_only_where_a_screen_episode_pa
     calls.clear()
     got, _ = screened_episodes(tasks, SampleParams(attempts=3, screen=0), run, log=lambda *_: None)
     assert calls == [(["t-0", "t-1", "t-2", "t-3"], 3)] and len(got) == 12  # screen 0: every attempt everywhere
+    assert [t.id for t in expansion_pool(pool, {"a-9", "a-8"}, seed=0)] in (["a-9", "a-8"], ["a-8", "a-9"])
+    assert [t.id for t in expansion_pool(pool, None, 3)] == [t.id for t in expansion_pool(pool, None, 3)]
+    assert sorted(t.id for t in expansion_pool(pool, None, 3)) == sorted(t.id for t in pool)
     with pytest.raises(ValueError, match="sample.screen"):
         SampleParams(attempts=2, screen=3)
 
