@@ -222,13 +222,21 @@ def rollout_row(trial: dict, buffer, *, filter_mode: str, fallback_prompt_ids: l
     status = trajectory_status(trial)
     episode = trial.get("agent_result") or {}
     spans = [t.span for t in buffer.turns]
-    exec_ok, format_ok, rcs = turn_signals(episode, len(spans)) if spans and episode else ([], [], [])
+    excluded = status == "infra" or (status != "kept" and filter_mode == "exclude")
+    if spans and episode:
+        exec_ok, format_ok, rcs = turn_signals(episode, len(spans))
+    elif spans and not excluded:
+        # filter_mode "zero" and the agent timeout struck during a model call: the runner abandoned the agent
+        # thread, and no record of the turns survives (only the token buffer's spans). The trajectory scores 0,
+        # and so does each of its turns: no command is known to have run, no reply to have parsed.
+        exec_ok, format_ok, rcs = [False] * len(spans), [False] * len(spans), [None] * len(spans)
+    else:
+        exec_ok, format_ok, rcs = [], [], []
     if buffer.prompt_ids:
         prompt_ids, completion_ids = list(buffer.prompt_ids), list(buffer.completion_ids)
         env_mask, logprobs = list(buffer.env_mask), list(buffer.logprobs)
     else:  # nothing was generated (the episode failed before its first call): a placeholder, no loss
         prompt_ids, completion_ids, env_mask, logprobs = list(fallback_prompt_ids), [eos_id], [0], [0.0]
-    excluded = status == "infra" or (status != "kept" and filter_mode == "exclude")
     if excluded:
         outcome = None
         env_mask = [0] * len(completion_ids)

@@ -113,3 +113,26 @@ def test_a_trajectory_with_no_generation_becomes_a_masked_placeholder(hf):
     out = rollout_row(trial, buffer, filter_mode="zero", fallback_prompt_ids=[5, 6], eos_id=hf.eos_ids[0])
     assert out["status"] == "infra" and out["outcome"] is None  # infrastructure: excluded in every mode
     assert out["prompt_ids"] == [5, 6] and out["env_mask"] == [0] and out["turn_spans"] == []
+
+
+def test_a_timed_out_trajectory_without_a_record_scores_zero_at_every_turn_in_zero_mode(hf):
+    """The runner abandons an agent thread caught in a model call at the agent timeout: the trial has no episode
+    record, but the token buffer holds the turns. filter_mode "zero" trains on it as a failure, turn by turn
+    (run 12's first try crashed here: 0 turn advantages for 5 spans); "exclude" leaves it out."""
+    buffer = TokenBufferPolicy(base=hf, suffix=ChatSuffix.from_tokenizer(hf.tokenizer), eos_ids=hf.eos_ids,
+                               max_completion_tokens=200)
+    first = [{"role": "user", "content": "Make /app/run.sh executable."}]
+    [g1] = buffer.generate([first], max_tokens=6, temperature=1.0, seed=1)
+    second = [*first, {"role": "assistant", "content": g1.text}, {"role": "user", "content": "New Terminal Output:\n$ "}]
+    buffer.generate([second], max_tokens=6, temperature=1.0, seed=2)
+    trial = {"task_id": "t", "reward": 0.0, "error": {"class": "AgentTimeoutError"}, "agent_result": None}
+    zero = rollout_row(trial, buffer, filter_mode="zero", fallback_prompt_ids=[5], eos_id=hf.eos_ids[0])
+    assert zero["status"] == "timeout" and zero["outcome"] == 0.0 and len(zero["turn_spans"]) == 2
+    assert zero["turn_exec_ok"] == [False, False] and zero["turn_format_ok"] == [False, False]
+    assert any(zero["env_mask"])  # trained on
+    passed = {**zero, "outcome": 1.0, "turn_exec_ok": [True], "turn_format_ok": [True], "turn_spans": [[0, 2]]}
+    out, turn_advs = token_advantages([passed, zero], [0.5, -0.5], num_generations=2, seq_len=len(zero["env_mask"]),
+                                      params=MTGRPOParams(max_turns=4))
+    assert len(turn_advs[1]) == 2 and turn_advs[1][0] < 0 < turn_advs[0][0]
+    excluded = rollout_row(trial, buffer, filter_mode="exclude", fallback_prompt_ids=[5], eos_id=hf.eos_ids[0])
+    assert excluded["outcome"] is None and not any(excluded["env_mask"])
