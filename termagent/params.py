@@ -22,11 +22,18 @@ appear in the map too.
 Profiles are layered when read: a profile file holds only the keys whose value it changes, and
 `load_params(path, profile=...)` merges it over params.yaml (`make profile-h100` writes the same merge
 into params.yaml). A partial profile is never read as a whole params file.
+
+The whole file is checked whenever it is loaded (`load_params`, so every stage and CLI at start): every
+top-level key is `seed` or a registered section, every section builds (known keys, typed values, nested
+dataclasses), and every TRL knob is a field of its TRL config with a value of that field's type
+(`params.yaml: sft.trl.adam_beta1 must be float, got 'fast'`). A typo in the `eval:` section therefore
+stops `dvc repro` at its first stage, not when the evals start. Unknown names come with close matches.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import types
 import typing
 from pathlib import Path
@@ -77,12 +84,18 @@ def section_class(name: str) -> type:
     return getattr(importlib.import_module(module), attr)
 
 
+def close_matches(name: str, known: Any) -> str:
+    """` (did you mean 'eval'?)` for a misspelt `name`, or nothing."""
+    matches = difflib.get_close_matches(str(name), [str(k) for k in known], n=3)
+    return f" (did you mean {' or '.join(repr(m) for m in matches)}?)" if matches else ""
+
+
 def merge_profile(base: dict, override: dict, where: str = "") -> dict:
     """Deep-merge `override` (a profile) into `base` in place. A profile key that `base` lacks is an error
     (it would silently do nothing otherwise); `null` in the profile sets null."""
     for key, value in (override or {}).items():
         if key not in base:
-            raise ParamsError(f"profile key {where}{key} does not exist in params.yaml")
+            raise ParamsError(f"profile key {where}{key} does not exist in params.yaml{close_matches(key, base)}")
         if isinstance(value, dict) and isinstance(base[key], dict):
             merge_profile(base[key], value, f"{where}{key}.")
         else:
@@ -103,11 +116,46 @@ def profile_path(profile: str | Path) -> Path:
 
 
 def load_params(path: str | Path = "params.yaml", profile: str | Path | None = None) -> dict[str, Any]:
-    """params.yaml as a dict, with `profile` (a name under profiles/ or a path) merged over it."""
+    """params.yaml as a dict, with `profile` (a name under profiles/ or a path) merged over it, the whole
+    result checked (`validate`)."""
     params = _read_yaml(Path(path))
+    where = str(path)
     if profile:
-        merge_profile(params, _read_yaml(profile_path(profile)))
+        profile_file = profile_path(profile)
+        try:
+            merge_profile(params, _read_yaml(profile_file))
+        except ParamsError as exc:
+            raise ParamsError(f"{profile_file}: {exc}") from None
+        where = f"{path}+{profile_file}"
+    validate(params, where)
     return params
+
+
+# Top-level keys of params.yaml that are not sections.
+TOP_LEVEL: dict[str, type] = {"seed": int}
+
+
+def validate(params: dict[str, Any], file: str = "params.yaml") -> None:
+    """The whole params file checked at once: unknown top-level keys, and every section present built with its
+    dataclass (unknown keys, types, TRL knobs). Every problem is reported, one per line."""
+    known = [*TOP_LEVEL, *SECTIONS]
+    errors = []
+    for key, value in params.items():
+        if key in TOP_LEVEL:
+            try:
+                _check(value, TOP_LEVEL[key], f"{file}: {key}")
+            except ParamsError as exc:
+                errors.append(str(exc))
+        elif key not in SECTIONS:
+            errors.append(f"{file}: {key}: unknown top-level key{close_matches(key, known)}; known: {known}")
+    for name in SECTIONS:
+        if name in params:
+            try:
+                section(params, name, section_class(name), file)
+            except ParamsError as exc:
+                errors.append(str(exc))
+    if errors:
+        raise ParamsError("\n".join(errors))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -175,7 +223,8 @@ def build(cls: type[T], data: Any, where: str) -> T:
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise ParamsError(f"{where}: unknown key(s) {unknown}; known: {sorted(fields)}")
+        hints_text = "".join(close_matches(key, fields) for key in unknown)
+        raise ParamsError(f"{where}: unknown key(s) {unknown}{hints_text}; known: {sorted(fields)}")
     kwargs = {name: _check(value, hints[name], f"{where}.{name}") for name, value in data.items()}
     for name, value in kwargs.items():
         if "trl_config" in fields[name].metadata:
@@ -203,16 +252,21 @@ def trl_knobs(config: str, reserved: tuple[str, ...] = ()) -> dict[str, Any]:
 
 
 def check_trl_knobs(knobs: dict[str, Any], metadata: Any, typed: set[str], where: str) -> None:
-    """`params.yaml: sft.trl.learnin_rate: not a field of trl.SFTConfig`, or one set elsewhere."""
+    """`params.yaml: sft.trl.learnin_rate: not a field of trl.SFTConfig (did you mean 'learning_rate'?)`, one set
+    elsewhere, or a value not of the field's type (`sft.trl.adam_beta1 must be float, got 'fast'`; the field types
+    are TRL's own annotations, so an enum-typed knob takes its string values)."""
     import trl
 
     config = metadata["trl_config"]
-    names = {f.name for f in dataclasses.fields(getattr(trl, config))}
-    for key in knobs:
+    cls = getattr(trl, config)
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    for key, value in knobs.items():
         if key not in names:
-            raise ParamsError(f"{where}.{key}: not a field of trl.{config}")
+            raise ParamsError(f"{where}.{key}: not a field of trl.{config}{close_matches(key, names)}")
         if key in typed or key in metadata["reserved"]:
             raise ParamsError(f"{where}.{key}: set by termagent (a typed key of the section, or fixed in the code)")
+        _check(value, hints[key], f"{where}.{key}")
 
 
 # Sections whose `seed` is the run's: the top-level `seed` key of params.yaml, unless the section sets its own.
