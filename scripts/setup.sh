@@ -10,12 +10,14 @@ if [ "${1:-}" = --dry-run ]; then  # what set-up would install on this machine; 
   exec python3 -m termagent.setup_plan plan --venv "$VENV" --dry-run "$@"
 fi
 
-# 1. Debian packages the sandbox needs (docker engine, debootstrap for the offline base image, tmux).
+# 1. Debian packages the sandbox needs (docker engine, debootstrap for the offline base image, tmux), and OpenSSH's
+#    server for tests/test_dvc_remote.py (it starts its own sshd on 127.0.0.1; the system service is not used).
 need=()
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v tmux >/dev/null || need+=(tmux)
 command -v patch >/dev/null || need+=(patch)
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
 if [ ${#need[@]} -gt 0 ]; then
   log "apt-get install ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive

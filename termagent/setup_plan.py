@@ -12,7 +12,7 @@ Standard library only, and Python 3.8+: scripts/setup.sh runs it with the host's
 The kind of machine: `gpu` when an NVIDIA driver is loaded (`/proc/driver/nvidia` exists, or `nvidia-smi -L`
 succeeds), else `cpu`; TERMAGENT_DEVICE=cpu|gpu forces it. What each kind installs:
 
-  cpu  the project with its `dev` extra from constraints.txt (torch 2.13.0+cpu): exactly what set-up always did.
+  cpu  the project with its `dev` and `remote` (DVC remotes) extras from constraints.txt (torch 2.13.0+cpu).
   gpu  the project with its `dev` and `gpu` extras from constraints-gpu.txt: torch 2.13.0's default Linux wheel
        (a CUDA build, from pip's default index; `torch===2.13.0`, so an installed +cpu build is replaced) and
        vLLM 0.30.0. Opt-in: flash-attn (TERMAGENT_FLASH_ATTN=1) and DeepSpeed (TERMAGENT_DEEPSPEED=1), built
@@ -222,7 +222,7 @@ def plan(kind: str, *, reason: str = "", env: Mapping[str, str] | None = None, v
          harbor_venv: str = ".venv-harbor", host: Host | None = None) -> Plan:
     env = os.environ if env is None else env
     if kind == "cpu":
-        return Plan(kind="cpu", reason=reason, venv=venv, constraints="constraints.txt", extras=["dev"],
+        return Plan(kind="cpu", reason=reason, venv=venv, constraints="constraints.txt", extras=["dev", "remote"],
                     torch=f"torch=={TORCH_VERSION}+cpu (constraints.txt)", packages={"torch": f"{TORCH_VERSION}+cpu"},
                     optional={}, harbor=None, stamp="", commands=_cpu_commands())
     if kind != "gpu":
@@ -273,9 +273,9 @@ def _cpu_commands() -> list[str]:
         'if [ ! -x "$VENV/bin/python" ]; then\n  log "creating $VENV"\n  python3 -m venv "$VENV"\nfi',
         "# constraints.txt pins every package to the versions of the committed run (pyproject.toml keeps ranges).",
         ('if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then\n'
-        "  log \"pip install -e '.[dev]' -c constraints.txt (first time ~2 min)\"\n"
+        "  log \"pip install -e '.[dev,remote]' -c constraints.txt (first time ~2 min)\"\n"
         '  "$VENV/bin/pip" install -q --upgrade pip >/dev/null\n'
-        "  \"$VENV/bin/pip\" install -q -e '.[dev]' -c constraints.txt\n"
+        "  \"$VENV/bin/pip\" install -q -e '.[dev,remote]' -c constraints.txt\n"
         '  touch "$stamp"\n'
         "fi"),
     ]

@@ -73,7 +73,7 @@ def test_the_drift_test_catches_a_drifted_value():
 def test_a_misspelt_trl_knob_fails_naming_file_and_key():
     bad = yaml.safe_load((REPO / "params.yaml").read_text())
     bad["sft"]["trl"]["learnin_rate"] = 1e-4
-    with pytest.raises(ParamsError, match=r"^params.yaml: sft.trl.learnin_rate: not a field of trl.SFTConfig$"):
+    with pytest.raises(ParamsError, match=r"^params.yaml: sft.trl.learnin_rate: not a field of trl.SFTConfig \(did you mean .learning_rate.\?\)$"):
         section(bad, "sft", section_class("sft"))
 
 

@@ -26,7 +26,7 @@ import pytest
 from termagent import setup_plan
 
 REPO = Path(__file__).resolve().parents[1]
-CPU_INSTALL = "\"$VENV/bin/pip\" install -q -e '.[dev]' -c constraints.txt"
+CPU_INSTALL = "\"$VENV/bin/pip\" install -q -e '.[dev,remote]' -c constraints.txt"
 
 
 HOSTS = REPO / "tests" / "fixtures" / "hosts"  # GPU hosts as set-up sees them (termagent.setup_plan.Host)
@@ -76,9 +76,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # constraints.txt pins every package to the versions of the committed run (pyproject.toml keeps ranges).
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ constraints.txt -nt "$stamp" ]; then
-  log "pip install -e '.[dev]' -c constraints.txt (first time ~2 min)"
+  log "pip install -e '.[dev,remote]' -c constraints.txt (first time ~2 min)"
   "$VENV/bin/pip" install -q --upgrade pip >/dev/null
-  "$VENV/bin/pip" install -q -e '.[dev]' -c constraints.txt
+  "$VENV/bin/pip" install -q -e '.[dev,remote]' -c constraints.txt
   touch "$stamp"
 fi
 """
@@ -94,7 +94,7 @@ def test_the_plans_as_json_for_both_kinds():
                              env={k: v for k, v in os.environ.items() if not k.startswith("TERMAGENT_")})
         plans[kind] = json.loads(out.stdout)
     cpu, gpu = plans["cpu"], plans["gpu"]
-    assert cpu["constraints"] == "constraints.txt" and cpu["extras"] == ["dev"] and cpu["harbor"] is None
+    assert cpu["constraints"] == "constraints.txt" and cpu["extras"] == ["dev", "remote"] and cpu["harbor"] is None
     assert cpu["packages"] == {"torch": "2.13.0+cpu"}
     assert gpu["constraints"] == "constraints-gpu.txt" and gpu["extras"] == ["dev", "gpu"]
     assert gpu["packages"] == {"torch": setup_plan.TORCH_VERSION, "vllm": setup_plan.VLLM_VERSION}
