@@ -25,30 +25,40 @@ import pytest
 SSHD = Path("/usr/sbin/sshd")
 DVC = Path(sys.executable).parent / "dvc"
 
-# A stage shaped like the project's training stages: an adapter folder and a dataset file as outputs.
-MAKE_OUTPUTS = """\
+# Two stages shaped like the project's: a base model rebuilt from a pinned seed (`push: false`, as models/base), and a
+# training stage whose outputs are an adapter folder and a dataset file.
+PIPELINE = """\
 import json, sys
 from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-seed = int(sys.argv[1])
-torch.manual_seed(seed)
-Path("models/sft").mkdir(parents=True, exist_ok=True)
-save_file({"base_model.model.q_proj.lora_A.weight": torch.randn(8, 64),
-           "base_model.model.q_proj.lora_B.weight": torch.zeros(64, 8)}, "models/sft/adapter_model.safetensors")
-Path("models/sft/adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8, "seed": seed}))
-Path("data/datasets").mkdir(parents=True, exist_ok=True)
-Path("data/datasets/rft_sft.jsonl").write_text(
-    "".join(json.dumps({"messages": [{"role": "user", "content": f"task {i}"}]}) + "\\n" for i in range(50)))
+if sys.argv[1] == "base":
+    torch.manual_seed(0)  # the pinned revision: the same bytes on every machine
+    Path("models/base").mkdir(parents=True, exist_ok=True)
+    save_file({"q_proj.weight": torch.randn(64, 64)}, "models/base/model.safetensors")
+else:
+    torch.manual_seed(3)
+    Path("models/sft").mkdir(parents=True, exist_ok=True)
+    save_file({"base_model.model.q_proj.lora_A.weight": torch.randn(8, 64),
+               "base_model.model.q_proj.lora_B.weight": torch.zeros(64, 8)}, "models/sft/adapter_model.safetensors")
+    Path("models/sft/adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 8}))
+    Path("data/datasets").mkdir(parents=True, exist_ok=True)
+    Path("data/datasets/rft_sft.jsonl").write_text(
+        "".join(json.dumps({"messages": [{"role": "user", "content": f"task {i}"}]}) + "\\n" for i in range(50)))
 """
 
 DVC_YAML = """\
 stages:
+  base_model:
+    cmd: python pipeline.py base
+    deps: [pipeline.py]
+    outs:
+      - models/base:
+          push: false
   sft:
-    cmd: python make_outputs.py 3
-    deps:
-      - make_outputs.py
+    cmd: python pipeline.py sft
+    deps: [pipeline.py, models/base]
     outs:
       - models/sft
       - data/datasets/rft_sft.jsonl
@@ -120,7 +130,7 @@ def test_push_pull_over_ssh_to_a_real_sshd(sshd, tmp_path):
     store = tmp_path / "store"
     origin = tmp_path / "origin"
     origin.mkdir()
-    (origin / "make_outputs.py").write_text(MAKE_OUTPUTS)
+    (origin / "pipeline.py").write_text(PIPELINE)
     (origin / "dvc.yaml").write_text(DVC_YAML)
     run(["git", "init", "-q"], origin, env)
     run([DVC, "init", "-q"], origin, env)
@@ -145,16 +155,22 @@ def test_push_pull_over_ssh_to_a_real_sshd(sshd, tmp_path):
 
     assert "files pushed" in run([DVC, "push"], origin, env)
     assert json.loads(run([DVC, "status", "-c", "--json"], origin, env)) == {}
-    pushed = [p for p in store.rglob("*") if p.is_file()]
-    assert len(pushed) >= 4  # the dataset file, the folder's manifest (.dir) and its two files
+    pushed = {p.name for p in store.rglob("*") if p.is_file()}
+    assert len(pushed) == 4  # the dataset file, the adapter folder's manifest (.dir) and its two files
+    base_files = {p.name for p in (origin / ".dvc" / "cache" / "files").rglob("*") if p.is_file()} - pushed
+    assert len(base_files) == 2  # models/base (manifest and weights) stays in the local cache: `push: false`
 
     clone = tmp_path / "clone"
     run(["git", "clone", "-q", origin, clone], tmp_path, env)
     credentials(clone)
     missing = json.loads(run([DVC, "status", "-c", "--json"], clone, env))
-    assert set(missing.values()) == {"deleted"}, missing  # on the remote, not in the clone's cache yet
-    run([DVC, "pull"], clone, env)
+    assert missing == {path: "deleted" for path in  # on the remote, not in the clone's cache yet; models/base not listed
+                       ("models/sft/adapter_model.safetensors", "models/sft/adapter_config.json", "data/datasets/rft_sft.jsonl")}
+    run([DVC, "pull", "--allow-missing"], clone, env)  # everything but models/base
+    assert not (clone / "models" / "base").exists()
     for rel in ("models/sft/adapter_model.safetensors", "models/sft/adapter_config.json", "data/datasets/rft_sft.jsonl"):
         assert (clone / rel).read_bytes() == (origin / rel).read_bytes(), rel
+    repro = run([DVC, "repro"], clone, env)  # rebuilds the base; the training stage's outputs stand
+    assert "Running stage 'base_model'" in repro and "Stage 'sft' didn't change" in repro, repro
     assert json.loads(run([DVC, "status", "-c", "--json"], clone, env)) == {}
     assert json.loads(run([DVC, "status", "--json"], clone, env)) == {}  # the pipeline is up to date in the clone
