@@ -5,6 +5,10 @@ of dvc.yaml missing from the lock is allowed (not run yet)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -43,3 +47,71 @@ def test_a_lock_from_another_seed_is_caught():
     assert stale_params(lock, {"seed": 0, "warmup": {"max_steps": 24}}) == [
         "warmup: seed = 1 in dvc.lock, 0 in params.yaml"]
     assert stale_params(lock, {"seed": 1, "warmup": {"max_steps": 24}}) == []
+
+
+# The whole lock against the tree (scripts/lock_truth.py): command, git-tracked deps hashed by DVC, params.
+
+sys.path.insert(0, str(REPO / "scripts"))
+from lock_truth import prune, stale_stages  # noqa: E402
+
+SCRATCH_YAML = """\
+stages:
+  prepare:
+    cmd: python prepare.py
+    deps: [prepare.py, src]
+    params: [prepare.size]
+    outs: [data.txt]
+  train:
+    cmd: python train.py
+    deps: [train.py, data.txt]
+    params: [train.steps]
+    outs: [model.txt]
+"""
+
+
+def sh(args: list, cwd: Path) -> str:
+    proc = subprocess.run([str(a) for a in args], cwd=cwd, capture_output=True, text=True, check=False,
+                          env={**os.environ, "PATH": f"{DVC.parent}{os.pathsep}{os.environ['PATH']}"})
+    assert proc.returncode == 0, f"{args}: {proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+DVC = Path(sys.executable).parent / "dvc"
+
+
+def test_the_committed_lock_matches_the_tree():
+    """Every stage dvc.lock holds was recorded against this tree's command, code and params: a clean clone's
+    `dvc status` shows it as missing from the cache, never as changed. `python scripts/lock_truth.py` says which
+    stages are stale; `--prune` drops them (after the run's lock is kept under metrics/runs/<run>/)."""
+    stale = stale_stages(REPO)
+    assert stale == {}, "dvc.lock is stale (python scripts/lock_truth.py):\n" + "\n".join(
+        f"{name}: {'; '.join(changes)}" for name, changes in stale.items())
+
+
+def test_stale_stages_names_exactly_what_changed_and_prune_drops_only_those(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "util.py").write_text("X = 1\n")
+    (tmp_path / "prepare.py").write_text("open('data.txt', 'w').write('data')\n")
+    (tmp_path / "train.py").write_text("open('model.txt', 'w').write(open('data.txt').read() + ' model')\n")
+    (tmp_path / "params.yaml").write_text("prepare:\n  size: 3\ntrain:\n  steps: 2\n")
+    (tmp_path / "dvc.yaml").write_text(SCRATCH_YAML)
+    sh(["git", "init", "-q"], tmp_path)
+    sh([DVC, "init", "-q"], tmp_path)
+    sh([DVC, "repro", "-q"], tmp_path)
+    sh(["git", "add", "-A"], tmp_path)
+    assert stale_stages(tmp_path) == {}
+
+    (tmp_path / "src" / "util.py").write_text("X = 2\n")           # code in a folder dep
+    (tmp_path / "params.yaml").write_text("prepare:\n  size: 4\ntrain:\n  steps: 2\n")
+    sh(["git", "add", "-A"], tmp_path)
+    assert stale_stages(tmp_path) == {"prepare": ["src: modified", "params.yaml: prepare.size modified"]}
+    (tmp_path / "dvc.yaml").write_text(SCRATCH_YAML.replace("python train.py", "python train.py --fast"))
+    assert stale_stages(tmp_path)["train"] == ["command changed"]
+
+    prune(tmp_path / "dvc.lock", {"prepare"})
+    lock = yaml.safe_load((tmp_path / "dvc.lock").read_text())
+    assert set(lock["stages"]) == {"train"}
+    # What DVC says of a stage the lock does not hold: every dep "modified", no "never run" state.
+    status = json.loads(sh([DVC, "status", "--json", "prepare"], tmp_path))
+    assert status["prepare"][0]["changed deps"] == {"prepare.py": "modified", "src": "modified",
+                                                    "params.yaml": "new"}
