@@ -26,7 +26,7 @@ import click
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from termagent import atomic  # noqa: E402
+from termagent import atomic
 
 TEMPLATE = REPO / "configs" / "dvc_plots_template.html"
 

@@ -52,7 +52,7 @@ def test_a_lock_from_another_seed_is_caught():
 # The whole lock against the tree (scripts/lock_truth.py): command, git-tracked deps hashed by DVC, params.
 
 sys.path.insert(0, str(REPO / "scripts"))
-from lock_truth import prune, stale_stages  # noqa: E402
+from lock_truth import prune, stale_stages
 
 SCRATCH_YAML = """\
 stages:

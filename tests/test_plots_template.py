@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "configs" / "dvc_plots_template.html"
 sys.path.insert(0, str(REPO / "scripts"))
 
-from build_plots_template import PACKAGES  # noqa: E402
+from build_plots_template import PACKAGES
 
 EXTERNAL_SCRIPT = re.compile(r"<script[^>]*\bsrc\s*=", re.IGNORECASE)
 
