@@ -154,8 +154,8 @@ def validate(params: dict[str, Any], file: str = "params.yaml") -> None:
                 section(params, name, section_class(name), file)
             except ParamsError as exc:
                 errors.append(str(exc))
-    if errors:
-        raise ParamsError("\n".join(errors))
+    if errors:  # a bad top-level seed is reported once, not once per seeded section
+        raise ParamsError("\n".join(dict.fromkeys(errors)))
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
