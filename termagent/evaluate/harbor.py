@@ -28,11 +28,13 @@ import os
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from termagent.evaluate.config import HarborConfig
+from termagent.sandbox.progress import TrialProgress
 
 log = logging.getLogger(__name__)
 
@@ -159,15 +161,70 @@ def require_tool(name: str, why: str) -> str:
     return path
 
 
-def run_harness(argv: list[str], out_dir: Path, *, log_path: Path | None = None) -> None:
-    """Run an official harness (harbor, tb) to completion, its output appended to `log_path`. The API key
-    (if any) comes from OPENAI_API_KEY in the environment; a local server needs none, so a placeholder is
-    set for LiteLLM. A failed run raises CalledProcessError."""
+def run_harness(argv: list[str], out_dir: Path, *, log_path: Path | None = None,
+                watch: Callable[[], None] | None = None, watch_s: float = 5.0) -> None:
+    """Run an official harness (harbor, tb) to completion, its output appended to `log_path`; `watch` is called
+    every `watch_s` seconds while it runs and once at the end (progress lines). The API key (if any) comes from
+    OPENAI_API_KEY in the environment; a local server needs none, so a placeholder is set for LiteLLM. A failed
+    run raises CalledProcessError."""
     env = dict(os.environ)
     env.setdefault("OPENAI_API_KEY", "EMPTY")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     with open(log_path or os.devnull, "a") as log:
-        subprocess.run(argv, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(timeout=watch_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    if watch is not None:
+                        watch()
+        except BaseException:
+            proc.terminate()  # an interrupted stage leaves no harness running (the job resumes on the rerun)
+            proc.wait()
+            raise
+    if watch is not None:
+        watch()
+    if returncode:
+        raise subprocess.CalledProcessError(returncode, argv)
+
+
+class JobProgress:
+    """Progress lines of a running Harbor job, read from its directory (TrialProgress: done/total, passes,
+    errors, elapsed, ETA). Harbor writes the job's result.json with `n_total_trials` when the job starts and a
+    trial's result.json when the trial ends (harbor/job.py, harbor/trial/trial.py `_finalize`, 0.25.0); the trials
+    already there when it is made (a resumed job's) are not counted, so the ETA is the remaining trials'."""
+
+    def __init__(self, job_dir: Path, description: str, **progress: Any):
+        self.job_dir = Path(job_dir)
+        self.description = description
+        self.options = progress  # TrialProgress's keyword arguments (a stream, a clock: tests)
+        self.seen = {p.parent.name for p in self.job_dir.glob("*/result.json")}
+        self.progress: TrialProgress | None = None
+
+    def __call__(self) -> None:
+        if self.progress is None:
+            try:
+                total = int(_read_json(self.job_dir / "result.json")["n_total_trials"])
+            except (FileNotFoundError, ValueError, KeyError, TypeError):
+                return  # Harbor has not started the job yet
+            self.progress = TrialProgress(self.description, max(0, total - len(self.seen)), **self.options)
+            self.progress.__enter__()
+        for path in sorted(self.job_dir.glob("*/result.json")):
+            if path.parent.name in self.seen:
+                continue
+            try:
+                trial = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue  # being written: read it on the next call
+            self.seen.add(path.parent.name)
+            scored, reward, _ = trial_verdict(trial)
+            self.progress.advance(passed=scored and reward is not None and reward >= 1.0, error=not scored)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(None, None, None)
 
 
 def run_harbor(cfg: HarborRunConfig, *, log_path: Path | None = None) -> Path:
@@ -385,8 +442,8 @@ def unmeasured_trials(job_dir: Path) -> list[Path]:
 
 def run_or_resume_harbor(cfg: HarborRunConfig, *, log_path: Path | None = None) -> tuple[Path, str]:
     """`harbor run` for a new job; when the job directory already holds Harbor's config.json, the trials that
-    measured nothing (unmeasured_trials) are removed and `harbor jobs resume` runs them again. Returns (job
-    directory, "run" | "resume")."""
+    measured nothing (unmeasured_trials) are removed and `harbor jobs resume` runs them again. Harbor's own output
+    goes to `log_path`; progress lines (JobProgress) to stderr. Returns (job directory, "run" | "resume")."""
     require_tool("harbor", "Install it with `make setup` on the GPU machine (.venv-harbor).")
     job_dir = Path(cfg.jobs_dir) / cfg.job_name
     if (job_dir / "config.json").is_file():
@@ -396,7 +453,12 @@ def run_or_resume_harbor(cfg: HarborRunConfig, *, log_path: Path | None = None) 
                         "run again: %s", job_dir, len(rerun), ", ".join(p.name for p in rerun))
         for trial_dir in rerun:
             shutil.rmtree(trial_dir)
-        run_harness(harbor_resume_argv(job_dir), cfg.jobs_dir, log_path=log_path)
-        return job_dir, "resume"
-    run_harness(harbor_run_argv(cfg), cfg.jobs_dir, log_path=log_path)
-    return job_dir, "run"
+        argv, how = harbor_resume_argv(job_dir), "resume"
+    else:
+        argv, how = harbor_run_argv(cfg), "run"
+    progress = JobProgress(job_dir, f"harbor {cfg.job_name}")
+    try:
+        run_harness(argv, cfg.jobs_dir, log_path=log_path, watch=progress)
+    finally:
+        progress.close()
+    return job_dir, how

@@ -181,3 +181,35 @@ def test_the_harbor_eval_records_the_servers_sampling_defaults(tmp_path):
         extra={"serving": record})
     assert json.loads((tmp_path / "base.json").read_text())["serving"]["generation_config"] == "vllm"
     assert metrics["serving"] == record
+
+
+def test_a_running_harbor_job_reports_progress_from_its_directory(tmp_path):
+    """JobProgress reads what Harbor writes while it runs (the job's result.json with n_total_trials at the start,
+    each trial's result.json when it ends): done/total, passes and errors (infrastructure), with an ETA; trials
+    already there (a resumed job's) are not counted again."""
+    import io
+
+    job = tmp_path / "job"
+    job.mkdir()
+    stream, now = io.StringIO(), [0.0]
+    (job / "fix-git__aB3xYz1").mkdir()  # a finished trial of an earlier run (resume): not counted
+    shutil.copy(JOB / "fix-git__aB3xYz1" / "result.json", job / "fix-git__aB3xYz1" / "result.json")
+    progress = harbor.JobProgress(job, "harbor base", stream=stream, clock=lambda: now[0], heartbeat=False, every=1)
+    progress()  # Harbor has not written the job's result.json yet: nothing to say
+    assert stream.getvalue() == ""
+    shutil.copy(JOB / "result.json", job / "result.json")  # n_total_trials: 8
+    progress()  # the job started at 0 s
+    trials = ["count-dataset-tokens__Lk8jHg4", "build-cython-ext__Rt6yUi7", "count-dataset-tokens__Zx9cVb3"]
+    for name in trials:  # a pass, an infrastructure error, a graded agent timeout
+        now[0] += 60
+        shutil.copytree(JOB / name, job / name)
+        progress()
+    (job / "regex-log__Mn4bVc6").mkdir()  # a trial still running: no result.json yet
+    progress()
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "harbor base: 7 to run"
+    assert lines[1] == "harbor base: 1/7 done, 1 passed, 1m00s elapsed, ETA 6m00s"
+    assert lines[2] == "harbor base: 2/7 done, 1 passed, 1 error, 2m00s elapsed, ETA 5m00s"
+    assert lines[3] == "harbor base: 3/7 done, 1 passed, 1 error, 3m00s elapsed, ETA 4m00s"
+    assert lines[-1] == "harbor base: 3/7 done, 1 passed, 1 error, 3m00s elapsed, ETA 4m00s (stopped)"
