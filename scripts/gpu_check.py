@@ -11,17 +11,25 @@ of params.yaml + profiles/h100.yaml (only the step counts and GRPO's reply lengt
     sft_nockpt  the same without gradient checkpointing, when the memory plan says it fits this GPU
     dpo       termagent.train.dpo.train_dpo: one optimizer step on pairs at length 8192, from the SFT adapter
     grpo      termagent.train.grpo: the stage's GRPOConfig (grpo_config) and trainer class (TerminalGRPOTrainer),
-              one step: in-process generation (vLLM off: not installable on the lent machine), an offline reward
+              one step: generation on the trainer's vLLM engine (colocate, as profiles/h100.yaml trains: TRL pushes
+              the LoRA-merged weights, then generates) when vLLM is installed, else in-process; an offline reward
               (the Terminus parser's format verdict: no Docker there), completions of `grpo_completion` tokens
     mt_grpo   termagent.train.mt_grpo: the stage's GRPOConfig (mt_grpo_config) and MTGRPOTrainer, one optimizer
-              step on synthetic trajectories at the profile's batch shape (4 tasks x 8 = 32 trajectories, first
-              prompt 2,048 + trajectory 8,192 tokens, 8 turns with environment tokens between), micro-batches of 1
+              step at the profile's batch shape (4 tasks x 8 = 32 trajectories, first prompt 2,048 + trajectory
+              8,192 tokens, 8 turns with environment tokens between), micro-batches of 1. With vLLM: generated
+              episodes (GeneratedEpisodes: one thread per episode, every call through the token buffer and the
+              project's BatchingPolicy into TRLvLLMPolicy, after TRL's weight sync); without: synthetic token rows
+
+The JSON says which ran: `vllm.used` and why, each GRPO part's `generation`, MT-GRPO's `rollouts`.
 
 Each reports seconds, tokens/s and torch's peak memory next to the memory plan's estimate
 (termagent/train/memory.py) in metrics/bench_gpu.json, rewritten after every part (a crash keeps the parts done).
 
     python scripts/gpu_check.py                  # on a CUDA machine (make gpu-check); < 8 minutes on an H200
+    python scripts/gpu_check.py --vllm on        # the same, refusing to run without vLLM (--vllm off: without it)
     python scripts/gpu_check.py --cpu-dry-run    # the same calls at toy shapes on CPU (a CI test; no timing value)
+    python scripts/gpu_check.py --cpu-dry-run --parts mt_grpo --mt-rollouts generated   # MT-GRPO's generated
+                                                 # episodes on the in-process model (the vLLM path's code but vLLM)
 
 Refuses (exit 2) without CUDA unless --cpu-dry-run. Needs torch, transformers, peft, trl, datasets (no dvc: the
 trainers' dvclive logging is off here, the numbers come from their log history).
@@ -297,7 +305,7 @@ class OfflineEnv:
         return [format_reward, zero("script"), zero("verifier")]
 
 
-def run_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) -> dict:
+def run_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu, *, use_vllm: bool) -> dict:
     from datasets import Dataset
 
     from termagent.params import section
@@ -307,7 +315,7 @@ def run_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) -> 
     from termagent.train.grpo import GRPOParams, GRPOPaths, RunLog, grpo_config, make_trainer_class
 
     grpo = section(profile, "grpo", GRPOParams)
-    params = replace(grpo, use_vllm=False, max_steps=1, max_completion_length=sizes["grpo_completion"],
+    params = replace(grpo, use_vllm=use_vllm, max_steps=1, max_completion_length=sizes["grpo_completion"],
                      trl={**grpo.trl, "save_steps": 1000})
     c = params.effective()
     paths = GRPOPaths(out=work / "grpo" / "adapter", rollouts_dir=work / "grpo" / "rollouts",
@@ -340,7 +348,8 @@ def run_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) -> 
     run_log.close()
     timing = run_log.step_timings[-1] if run_log.step_timings else {}
     del trainer, model
-    return {"completions": c.generation_batch_size, "num_generations": c.num_generations,
+    return {"generation": "vllm colocate" if use_vllm else "in-process model", "use_vllm": use_vllm,
+            "completions": c.generation_batch_size, "num_generations": c.num_generations,
             "micro_batch": c.per_device_train_batch_size, "completion_len": c.max_completion_length,
             "step_s": round(step_s, 1), "generate_s": round(timing.get("generate", 0.0), 1),
             "backward_s": round(timing.get("backward", 0.0), 1), "load_s": round(load_s, 1),
@@ -384,7 +393,83 @@ class SyntheticTrajectories:
         return {key: [r[key] for r in rows] for key in rows[0]}
 
 
-def run_mt_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) -> dict:
+class GeneratedEpisodes:
+    """MT-GRPO's rollout_func generating for real, as MultiTurnRollout does but without containers: each row is an
+    episode run on its own thread (the trial runner's shape): a first prompt of `prompt` tokens, then `turns`
+    replies of up to 40 % of `trajectory / turns` tokens each with a shell-like observation between, every call going
+    TokenBufferPolicy -> the project's BatchingPolicy -> the trainer's vLLM engine (TRLvLLMPolicy; TRL pushed the
+    LoRA-merged weights into it before this call) or, without vLLM (the CPU dry run), the in-process model. The rows
+    come from mt_grpo.rollout_row; each episode's outcome is 0 or 1 at random (no verifier here)."""
+
+    def __init__(self, params, prompt: int, trajectory: int, turns: int, seed: int = 0):
+        self.params, self.prompt, self.turns = params, prompt, turns
+        self.reply = max(8, int(trajectory * 0.4) // turns)
+        self.observation = max(8, (trajectory - turns * self.reply) // max(1, turns - 1))
+        self.rng = random.Random(seed)
+        self.last_stats = {}
+
+    def __call__(self, prompts, trainer) -> dict:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from termagent.policy.batching import BatchingPolicy
+        from termagent.policy.hf import HFPolicy
+        from termagent.train.mt_grpo import rollout_row
+        from termagent.train.tito import ChatSuffix, TokenBufferPolicy
+
+        inputs = trainer._rollout_inputs
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        tokenizer = trainer.processing_class
+        was_training = model.training
+        model.eval()
+        hf = HFPolicy.from_model(model, tokenizer, name="gpu_check", max_batch=len(inputs))
+        backend = hf
+        if getattr(trainer, "use_vllm", False):
+            from termagent.policy.trl_vllm import TRLvLLMPolicy
+
+            backend = TRLvLLMPolicy(trainer.vllm_generation, hf, name="gpu_check")
+        shared = BatchingPolicy(backend, max_batch=len(inputs), gather_s=1.0)
+        suffix = ChatSuffix.from_tokenizer(tokenizer)
+        buffers = [TokenBufferPolicy(base=shared, suffix=suffix, eos_ids=hf.eos_ids, name="gpu_check",
+                                     max_completion_tokens=trainer.args.max_completion_length) for _ in inputs]
+        texts = [(f"Count the logs ({row['task_id']}).\n" + filler(tokenizer, self.prompt - 16, self.rng),
+                  [filler(tokenizer, self.observation, self.rng) for _ in range(self.turns - 1)]) for row in inputs]
+
+        def episode(i: int) -> dict:
+            first, observations = texts[i]
+            messages, turns = [{"role": "user", "content": first}], []
+            for t in range(self.turns):
+                [g] = buffers[i].generate([messages], max_tokens=self.reply, temperature=self.params.temperature)
+                turns.append({"completion_ids": g.completion_ids, "completion": g.text, "rc": 0, "parse_ok": True,
+                              "messages_in": messages if t == 0 else None})
+                if t < self.turns - 1:
+                    messages = [*messages, {"role": "assistant", "content": g.text},
+                                {"role": "user", "content": observations[t]}]
+            return {"task_id": inputs[i]["task_id"], "reward": float(i % 2), "error": None, "timings": {},
+                    "agent_result": {"ended_by": "task_complete", "turns": turns}}
+
+        started = time.perf_counter()
+        try:
+            with ThreadPoolExecutor(len(inputs), thread_name_prefix="episode") as pool:
+                trials = list(pool.map(episode, range(len(inputs))))
+        finally:
+            shared.close()
+            model.train(was_training)
+        wall = time.perf_counter() - started
+        eos = tokenizer.eos_token_id
+        rows = [rollout_row(trial, buffer, filter_mode=self.params.filter_mode, fallback_prompt_ids=[eos],
+                            eos_id=eos) for trial, buffer in zip(trials, buffers)]
+        sampled = sum(sum(r["env_mask"]) for r in rows)
+        self.last_stats = {"rollout_wall_s": wall, "batches": shared.stats["batches"],
+                           "mean_rows_per_batch": shared.stats["rows"] / max(1, shared.stats["batches"])}
+        self.report = {"rollout_s": round(wall, 1), "sampled_tokens": sampled,
+                       "sampled_tokens_per_s": round(sampled / wall, 1), "generate_calls": shared.stats["batches"],
+                       "mean_rows_per_call": round(self.last_stats["mean_rows_per_batch"], 2),
+                       "trajectory_tokens": max(len(r["completion_ids"]) for r in rows)}
+        return {key: [r[key] for r in rows] for key in rows[0]}
+
+
+def run_mt_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu, *, use_vllm: bool,
+                generate: bool) -> dict:
     from datasets import Dataset
 
     from termagent.params import section
@@ -392,14 +477,18 @@ def run_mt_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) 
     from termagent.train.common import load_model, load_tokenizer
     from termagent.train.mt_grpo import MTGRPOParams, make_trainer_class, mt_grpo_config, outcome_reward
 
-    params = replace(section(profile, "mt_grpo", MTGRPOParams), use_vllm=False, max_steps=1)
+    params = replace(section(profile, "mt_grpo", MTGRPOParams), use_vllm=use_vllm, max_steps=1)
     p = memory.mt_grpo_plan(asdict(params), shape, gpu)
     tokenizer = load_tokenizer(base)
     rows = [{"prompt": f"task-{i}", "task_id": f"task-{i}"} for i in range(params.tasks_per_step)]
     reset_peak()
     started = time.perf_counter()
     model = load_model(base)
-    rollout = SyntheticTrajectories(len(tokenizer), sizes["mt_prompt"], sizes["mt_trajectory"], sizes["mt_turns"])
+    if generate:
+        rollout = GeneratedEpisodes(params, sizes["mt_prompt"], sizes["mt_trajectory"], sizes["mt_turns"])
+    else:
+        rollout = SyntheticTrajectories(len(tokenizer), sizes["mt_prompt"], sizes["mt_trajectory"],
+                                        sizes["mt_turns"])
     trainer = make_trainer_class()(model=model, processing_class=tokenizer, args=mt_grpo_config(params, work / "mt"),
                                    train_dataset=Dataset.from_list(rows), reward_funcs=[outcome_reward],
                                    rollout_func=rollout, peft_config=params.lora.to_peft(), mt_params=params,
@@ -411,10 +500,14 @@ def run_mt_grpo(base: Path, work: Path, profile: dict, sizes: dict, shape, gpu) 
     batch = params.tasks_per_step * params.num_generations
     tokens = batch * (sizes["mt_prompt"] + sizes["mt_trajectory"])
     del trainer, model
-    return {"trajectories": batch, "micro_batch": params.micro_batch_size, "prompt_tokens": sizes["mt_prompt"],
-            "trajectory_tokens": sizes["mt_trajectory"], "gradient_checkpointing": params.gradient_checkpointing,
-            "step_s": round(step_s, 1), "load_s": round(load_s, 1), "tokens_per_s": round(tokens / step_s, 1),
-            "train_loss": result.training_loss, "peak_memory_gib": peak_gib(), **planned(p)}
+    how = (("vllm colocate" if use_vllm else "in-process model") + ", generated episodes") if generate else \
+        "synthetic trajectories (no generation)"
+    return {"rollouts": how, "use_vllm": use_vllm, "trajectories": batch, "micro_batch": params.micro_batch_size,
+            "prompt_tokens": sizes["mt_prompt"], "trajectory_tokens": sizes["mt_trajectory"],
+            "gradient_checkpointing": params.gradient_checkpointing, "step_s": round(step_s, 1),
+            "load_s": round(load_s, 1), "tokens_per_s": round(tokens / step_s, 1),
+            "generation": getattr(rollout, "report", None), "train_loss": result.training_loss,
+            "peak_memory_gib": peak_gib(), **planned(p)}
 
 
 # -- main -----------------------------------------------------------------------------------------------------
@@ -423,6 +516,29 @@ def write(out: Path, result: dict) -> None:
     tmp = out.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(result, indent=2, default=str) + "\n")
     os.replace(tmp, out)
+
+
+def installed_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def vllm_choice(wanted: str, *, dry: bool) -> tuple[bool, str]:
+    """(use vLLM, why): TRL's own test of an installed vLLM it accepts (trl.import_utils.is_vllm_available)."""
+    from trl.import_utils import is_vllm_available
+
+    if wanted == "off":
+        return False, "--vllm off"
+    if dry:
+        return False, "a CPU dry run (TRL's vLLM colocate needs CUDA)"
+    if not is_vllm_available():
+        found = installed_version("vllm")
+        return False, (f"vllm {found} is installed but TRL does not accept it" if found else "vllm is not installed")
+    return True, f"vllm {installed_version('vllm')} installed: colocate, as profiles/h100.yaml trains"
 
 
 def merge(base: dict, override: dict) -> dict:
@@ -438,6 +554,12 @@ def main() -> int:
     parser.add_argument("--cpu-dry-run", action="store_true", help="toy shapes on CPU: checks the code, times nothing useful")
     parser.add_argument("--work", default=None, help="scratch directory for the model and adapters (default: a temp dir)")
     parser.add_argument("--parts", default="sft,sft_nockpt,dpo,grpo,mt_grpo")
+    parser.add_argument("--vllm", choices=["auto", "on", "off"], default="auto",
+                        help="GRPO and MT-GRPO generate on the trainer's vLLM engine (colocate, as the H100 profile "
+                             "trains): auto = when vLLM is installed (never in a CPU dry run)")
+    parser.add_argument("--mt-rollouts", choices=["auto", "generated", "synthetic"], default="auto",
+                        help="MT-GRPO's rollouts: generated episodes (model calls from threads through the project's "
+                             "batching) or synthetic token rows; auto = generated when vLLM is used")
     args = parser.parse_args()
     import peft
     import torch
@@ -451,6 +573,11 @@ def main() -> int:
         print("gpu_check: no CUDA device (torch.cuda.is_available() is False); this check needs one H100/H200. "
               "Use --cpu-dry-run to exercise the code at toy shapes.", file=sys.stderr)
         return 2
+    use_vllm, vllm_why = vllm_choice(args.vllm, dry=args.cpu_dry_run)
+    if args.vllm == "on" and not use_vllm:
+        print(f"gpu_check: --vllm on, but {vllm_why}", file=sys.stderr)
+        return 2
+    generate = args.mt_rollouts == "generated" or (args.mt_rollouts == "auto" and use_vllm)
     common.USE_DVCLIVE = False
     dry = args.cpu_dry_run
     device = torch.device("cpu" if dry else "cuda")
@@ -469,7 +596,9 @@ def main() -> int:
               "model_shape": shape_cfg, "sizes": sizes,
               "versions": {"torch": torch.__version__, "python": platform.python_version(),
                            "transformers": transformers.__version__, "peft": peft.__version__,
-                           "trl": trl.__version__}, "parts": {}}
+                           "trl": trl.__version__, "vllm": installed_version("vllm")},
+              "vllm": {"used": use_vllm, "why": vllm_why}, "parts": {}}
+    print(f"vllm: {'used' if use_vllm else 'not used'} ({vllm_why})", flush=True)
     try:
         base = work / "base"
         result["base"] = build_base(base, shape_cfg, dtype, device)
@@ -488,9 +617,9 @@ def main() -> int:
                         adapter = part["adapter"]
                     part = run_dpo(base, Path(adapter), work, profile, sizes, shape, gpu)
                 elif name == "grpo":
-                    part = run_grpo(base, work, profile, sizes, shape, gpu)
+                    part = run_grpo(base, work, profile, sizes, shape, gpu, use_vllm=use_vllm)
                 elif name == "mt_grpo":
-                    part = run_mt_grpo(base, work, profile, sizes, shape, gpu)
+                    part = run_mt_grpo(base, work, profile, sizes, shape, gpu, use_vllm=use_vllm, generate=generate)
                 else:
                     raise SystemExit(f"--parts: unknown part {name!r}")
             except torch.cuda.OutOfMemoryError as error:

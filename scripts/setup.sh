@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Idempotent set-up for a fresh Debian machine (run as root): system packages, the Python venv,
-# and a running Docker engine. `make setup` calls it; every other make target depends on it.
+# Idempotent set-up for a fresh Debian/Ubuntu machine: system packages, the Python venv, and a running Docker
+# engine. `make setup` calls it; every other make target depends on it. Runs as root or as a user with sudo (only
+# apt-get and dockerd need root: scripts/as_root.sh); the venvs belong to the user who runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/as_root.sh
 VENV=${VENV:-.venv}
 log() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 if [ "${1:-}" = --dry-run ]; then  # what set-up would install on this machine; nothing is installed
@@ -20,9 +22,8 @@ command -v patch >/dev/null || need+=(patch)
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 if [ ${#need[@]} -gt 0 ]; then
   log "apt-get install ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
 # 2. Python venv with the project. termagent/setup_plan.py decides what goes in (docs/gpu-setup.md): on a CPU

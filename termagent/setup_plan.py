@@ -8,6 +8,8 @@
     python3 -m termagent.setup_plan apply-patches SITE     # patches/*.patch into Harbor's site-packages
 
 Standard library only, and Python 3.8+: scripts/setup.sh runs it with the host's python3, before the venv exists.
+The script it writes runs as the calling user; its apt-get goes through `as_root` (scripts/as_root.sh: root runs
+it directly, a user through sudo), which setup.sh defines before evaluating it.
 
 The kind of machine: `gpu` when an NVIDIA driver is loaded (`/proc/driver/nvidia` exists, or `nvidia-smi -L`
 succeeds), else `cpu`; TERMAGENT_DEVICE=cpu|gpu forces it. What each kind installs:
@@ -53,6 +55,13 @@ GPU_CONSTRAINTS: dict[str, str] = {"3.11": "constraints-gpu.txt", "3.12": "const
 MANAGED_PYTHON = "3.12"
 PROJECT_PYTHON = (3, 11)  # pyproject.toml requires-python
 MIN_DRIVER = 580  # torch 2.13.0's default Linux wheel is built for CUDA 13.0, which needs an NVIDIA driver >= 580
+
+# apt-get as root: `as_root` (scripts/as_root.sh, defined by scripts/setup.sh before it evaluates the plan) runs
+# it directly as root and through sudo otherwise; sudo resets the environment, so the frontend goes through env.
+AS_ROOT_APT = "as_root env DEBIAN_FRONTEND=noninteractive apt-get"
+# The GPU set-up's first check after the install: vLLM and torchaudio load with the installed torch (a torchaudio
+# or torchvision wheel built for another torch fails here, not in the first training step).
+FIRST_CHECK = "import vllm, torchaudio"
 
 DEVICE_ENV = "TERMAGENT_DEVICE"
 FLASH_ENV = "TERMAGENT_FLASH_ATTN"
@@ -295,6 +304,10 @@ def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str, co
     if deepspeed:
         install.append(f'  "$VENV/bin/pip" install -q --no-build-isolation deepspeed=={DEEPSPEED_VERSION} '
                        f"-c {c}")
+    first = (f"  \"$VENV/bin/python\" -c {q(FIRST_CHECK)} || {{ echo \"[setup] python -c '{FIRST_CHECK}' failed "
+             f"(above): vLLM {VLLM_VERSION} and torchaudio must load with torch {TORCH_VERSION} from {constraints}; a "
+             "torchaudio / torchvision wheel built for another torch is the usual cause (docs/gpu-setup.md)\" >&2; "
+             "exit 1; }")
     check = ("  \"$VENV/bin/python\" -c 'import sys, torch; sys.exit(0 if torch.version.cuda else "
              "\"torch \" + torch.__version__ + \" is not a CUDA build: set-up installed the wrong torch\")'")
     # A torch that sees no GPU is a failed set-up (the driver was checked before the download; this catches the
@@ -304,10 +317,11 @@ def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str, co
             f"NVIDIA driver >= {MIN_DRIVER} (nvidia-smi shows the driver version)\")'")
     apt_cmds = []
     if apt:
-        apt_cmds = [f"# Ubuntu's packages the GPU path needs and this host lacks: {' '.join(apt)}.",
-                    (f'log "apt-get install {" ".join(apt)}"\nexport DEBIAN_FRONTEND=noninteractive\n'
-                     "apt-get update -qq\n"
-                     f"apt-get install -y -qq --no-install-recommends {' '.join(apt)} >/dev/null")]
+        apt_cmds = [(f"# Ubuntu's packages the GPU path needs and this host lacks: {' '.join(apt)} (as root: "
+                     "scripts/as_root.sh, sudo for a user who is not root)."),
+                    (f'log "apt-get install {" ".join(apt)}"\n'
+                     f"{AS_ROOT_APT} update -qq\n"
+                     f"{AS_ROOT_APT} install -y -qq --no-install-recommends {' '.join(apt)} >/dev/null")]
     compose = [('docker compose version >/dev/null 2>&1 || { echo "[setup] \\`docker compose\\` (v2) does not run: '
                 'Harbor\'s Docker environment needs it (Ubuntu: apt-get install docker-compose-v2)" >&2; exit 1; }')]
     if managed:
@@ -338,6 +352,7 @@ def _gpu_commands(stamp: str, flash: bool, deepspeed: bool, harbor_venv: str, co
              f'|| [ {c} -nt "$stamp" ]; then'),
             f"  log {q(f'pip install -e .[dev,gpu] -c {constraints} (CUDA torch, vLLM; first time ~10 min)')}",
             *install,
+            first,
             check,
             sees,
             f'  printf "%s\\n" {q(stamp)} > "$stamp"',

@@ -346,3 +346,78 @@ def test_every_python_set_up_may_use_has_pins():
     for python, name in setup_plan.GPU_CONSTRAINTS.items():
         assert (REPO / name).is_file(), name
         assert tuple(int(x) for x in python.split(".")) >= setup_plan.PROJECT_PYTHON
+
+
+# ---- set-up as a user who is not root (issue 43): apt-get and dockerd through scripts/as_root.sh ----------------
+
+def test_every_apt_get_of_set_up_runs_through_as_root():
+    """The plan (every host kind it accepts) and setup.sh's own step 1 call apt-get only through `as_root`, with
+    the frontend passed through env (sudo resets the environment); neither runs `sudo` itself."""
+    scripts = [the_script(h) for h in ("ubuntu-22.04", "ubuntu-24.04", "debian-12-gpu")]
+    scripts.append((REPO / "scripts" / "setup.sh").read_text())
+    for text in scripts:
+        calls = [line.strip() for line in text.splitlines() if re.search(r"apt-get (update -qq|install -y)", line)]
+        for call in calls:
+            assert call.startswith("as_root env DEBIAN_FRONTEND=noninteractive apt-get "), call
+        assert not [line for line in text.splitlines() if re.search(r"(^|[;&|(]\s*)sudo\s", line.strip())]
+    assert len([c for c in the_script("ubuntu-22.04").splitlines() if "apt-get" in c and "as_root" in c]) == 2
+    assert ". scripts/as_root.sh" in scripts[-1]
+
+
+def _as(user: str, command: str, path: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["runuser", "-u", user, "--", "env", f"PATH={path}", "bash", "-c", command], cwd=REPO,
+                          capture_output=True, text=True, timeout=60, check=False)
+
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("runuser") is None,
+                                reason="runs scripts as another user: needs root and runuser")
+
+
+@needs_root
+def test_as_root_runs_directly_for_root_through_sudo_for_a_user_and_stops_without_sudo():
+    import tempfile
+
+    source = ". scripts/as_root.sh; as_root env DEBIAN_FRONTEND=noninteractive apt-get --version"
+    as_root_user = subprocess.run(["bash", "-c", ". scripts/as_root.sh; as_root id -u"], cwd=REPO,
+                                  capture_output=True, text=True, check=True)
+    assert as_root_user.stdout.strip() == "0"  # root: no sudo in the way
+    system = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+    if shutil.which("sudo", path=system) is None:  # this machine has no sudo: a user is told what to do
+        out = _as("nobody", source, system)
+        assert out.returncode == 1
+        assert "needs root for: env DEBIAN_FRONTEND=noninteractive apt-get --version" in out.stderr
+        assert "install sudo" in out.stderr and "set-up-as-a-user-who-is-not-root" in out.stderr
+    # with a sudo on PATH, a user's root commands go through it (a sudo that says what it was asked to run)
+    bin_dir = Path(tempfile.mkdtemp(prefix="as-root-"))
+    try:
+        bin_dir.chmod(0o755)
+        _program(bin_dir / "sudo", 'echo "sudo $*"\n').chmod(0o755)
+        out = _as("nobody", source, f"{bin_dir}:{system}")
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "sudo env DEBIAN_FRONTEND=noninteractive apt-get --version"
+    finally:
+        shutil.rmtree(bin_dir)
+
+
+@needs_root
+def test_dockerd_as_a_user_without_access_or_sudo_says_how_to_get_both():
+    out = _as("nobody", "bash scripts/dockerd.sh", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    if shutil.which("sudo") is not None:
+        pytest.skip("this machine has sudo: the no-sudo message cannot be shown")
+    assert out.returncode == 1
+    assert "usermod -aG docker nobody" in out.stderr and "install sudo" in out.stderr
+
+
+def test_the_gpu_set_ups_first_check_imports_vllm_and_torchaudio_and_fails_clearly():
+    """After the install, `import vllm, torchaudio` runs before any other check; run for real against this
+    (CPU) venv, which has no vLLM, the check stops set-up with a message naming it."""
+    script = the_script("debian-12-gpu")
+    first = next(line for line in script.splitlines() if "import vllm, torchaudio" in line)
+    assert script.index(first) < script.index("torch.version.cuda") < script.index("torch.cuda.is_available()")
+    assert script.index("pip\" install -q -e '.[dev,gpu]'") < script.index(first)
+    venv = Path(sys.executable).parent.parent
+    out = subprocess.run(["bash", "-c", first.strip()], cwd=REPO, env={**os.environ, "VENV": str(venv)},
+                         capture_output=True, text=True, timeout=120, check=False)
+    assert out.returncode == 1
+    assert "[setup] python -c 'import vllm, torchaudio' failed" in out.stderr
+    assert f"torch {setup_plan.TORCH_VERSION}" in out.stderr and "constraints-gpu.txt" in out.stderr

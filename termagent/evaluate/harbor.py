@@ -23,15 +23,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from termagent.evaluate.config import HarborConfig
+from termagent.sandbox.progress import TrialProgress
+
+log = logging.getLogger(__name__)
 
 
 class BenchmarkToolMissing(RuntimeError):
@@ -156,15 +161,70 @@ def require_tool(name: str, why: str) -> str:
     return path
 
 
-def run_harness(argv: list[str], out_dir: Path, *, log_path: Path | None = None) -> None:
-    """Run an official harness (harbor, tb) to completion, its output appended to `log_path`. The API key
-    (if any) comes from OPENAI_API_KEY in the environment; a local server needs none, so a placeholder is
-    set for LiteLLM. A failed run raises CalledProcessError."""
+def run_harness(argv: list[str], out_dir: Path, *, log_path: Path | None = None,
+                watch: Callable[[], None] | None = None, watch_s: float = 5.0) -> None:
+    """Run an official harness (harbor, tb) to completion, its output appended to `log_path`; `watch` is called
+    every `watch_s` seconds while it runs and once at the end (progress lines). The API key (if any) comes from
+    OPENAI_API_KEY in the environment; a local server needs none, so a placeholder is set for LiteLLM. A failed
+    run raises CalledProcessError."""
     env = dict(os.environ)
     env.setdefault("OPENAI_API_KEY", "EMPTY")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     with open(log_path or os.devnull, "a") as log:
-        subprocess.run(argv, env=env, check=True, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            while True:
+                try:
+                    returncode = proc.wait(timeout=watch_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    if watch is not None:
+                        watch()
+        except BaseException:
+            proc.terminate()  # an interrupted stage leaves no harness running (the job resumes on the rerun)
+            proc.wait()
+            raise
+    if watch is not None:
+        watch()
+    if returncode:
+        raise subprocess.CalledProcessError(returncode, argv)
+
+
+class JobProgress:
+    """Progress lines of a running Harbor job, read from its directory (TrialProgress: done/total, passes,
+    errors, elapsed, ETA). Harbor writes the job's result.json with `n_total_trials` when the job starts and a
+    trial's result.json when the trial ends (harbor/job.py, harbor/trial/trial.py `_finalize`, 0.25.0); the trials
+    already there when it is made (a resumed job's) are not counted, so the ETA is the remaining trials'."""
+
+    def __init__(self, job_dir: Path, description: str, **progress: Any):
+        self.job_dir = Path(job_dir)
+        self.description = description
+        self.options = progress  # TrialProgress's keyword arguments (a stream, a clock: tests)
+        self.seen = {p.parent.name for p in self.job_dir.glob("*/result.json")}
+        self.progress: TrialProgress | None = None
+
+    def __call__(self) -> None:
+        if self.progress is None:
+            try:
+                total = int(_read_json(self.job_dir / "result.json")["n_total_trials"])
+            except (FileNotFoundError, ValueError, KeyError, TypeError):
+                return  # Harbor has not started the job yet
+            self.progress = TrialProgress(self.description, max(0, total - len(self.seen)), **self.options)
+            self.progress.__enter__()
+        for path in sorted(self.job_dir.glob("*/result.json")):
+            if path.parent.name in self.seen:
+                continue
+            try:
+                trial = json.loads(path.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue  # being written: read it on the next call
+            self.seen.add(path.parent.name)
+            scored, reward, _ = trial_verdict(trial)
+            self.progress.advance(passed=scored and reward is not None and reward >= 1.0, error=not scored)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.__exit__(None, None, None)
 
 
 def run_harbor(cfg: HarborRunConfig, *, log_path: Path | None = None) -> Path:
@@ -209,6 +269,26 @@ def _trial_exceptions(trial: dict) -> list[dict]:
     return found
 
 
+def trial_verdict(trial: dict) -> tuple[bool, float | None, dict | None]:
+    """(scored, reward, error) of one Harbor trial result: scored when it measures the model (no exception, or
+    only graded ones: then its reward, else 0.0); an infrastructure error or a trial with neither an exception
+    nor a verifier reward is not (reward None)."""
+    exceptions = _trial_exceptions(trial)
+    reward = _trial_reward((trial.get("verifier_result") or {}).get("rewards"))
+    if not exceptions:
+        if reward is None:
+            return False, None, {"class": NO_REWARD, "message": "no exception and no verifier reward",
+                                 "cause": UNKNOWN_CAUSE}
+        return True, reward, None
+    first = exceptions[0]
+    error = {"class": first["exception_type"], "message": first.get("exception_message", ""),
+             "cause": error_cause(first["exception_type"])}
+    if not all(is_graded(e["exception_type"]) for e in exceptions):
+        return False, None, error
+    # the agent ran out of its budget before a verdict: the model's 0, as Harbor grades it
+    return True, 0.0 if reward is None else reward, error
+
+
 def convert_harbor_job(job_dir: Path) -> tuple[list[dict], dict[str, Any]]:
     """(trial records, Harbor's own job summary) from a Harbor job directory. Each record carries `scored`:
     False for a trial that errored outside the model (see GRADED_CAUSES), whose reward is None and which
@@ -241,31 +321,16 @@ def convert_harbor_job(job_dir: Path) -> tuple[list[dict], dict[str, Any]]:
     for t in trials:
         attempt = seen.get(t["task_name"], 0)
         seen[t["task_name"]] = attempt + 1
-        exceptions = _trial_exceptions(t)
         agent = t.get("agent_result") or {}
         meta = agent.get("metadata") or {}
         rewards = (t.get("verifier_result") or {}).get("rewards")
-        reward = _trial_reward(rewards)
-        first = exceptions[0] if exceptions else None
-        error = None
-        if first:
-            error = {"class": first["exception_type"], "message": first.get("exception_message", ""),
-                     "cause": error_cause(first["exception_type"])}
-        if exceptions:
-            scored = all(is_graded(e["exception_type"]) for e in exceptions)
-            if scored and reward is None:
-                reward = 0.0  # the agent ran out of its budget before a verdict: the model's 0, as Harbor grades it
-        elif reward is None:
-            scored = False
-            error = {"class": NO_REWARD, "message": "no exception and no verifier reward", "cause": UNKNOWN_CAUSE}
-        else:
-            scored = True
+        scored, reward, error = trial_verdict(t)
         records.append(
             {
                 "task_id": t["task_name"],
                 "attempt": attempt,
                 "trial_name": t.get("trial_name"),
-                "reward": reward if scored else None,
+                "reward": reward,
                 "rewards": rewards,
                 "scored": scored,
                 "error": error,
@@ -352,34 +417,48 @@ def job_name(model: str, model_sha: str, section: HarborConfig, attempts: int, s
     return f"{model}-{model_sha[:12]}-{params_sha[:8]}"
 
 
-def harbor_resume_argv(job_dir: Path, rerun_errors: list[str] | tuple[str, ...] = ()) -> list[str]:
-    """`harbor jobs resume` (harbor/cli/jobs.py 0.25.0): trials whose exception type is passed with -f are
-    removed and run again; CancelledError (its default) is kept in the list."""
-    argv = ["harbor", "jobs", "resume", "-p", str(job_dir)]
-    for name in sorted({"CancelledError", *rerun_errors}):
-        argv += ["-f", name]
-    return argv
+def harbor_resume_argv(job_dir: Path) -> list[str]:
+    """`harbor jobs resume` (harbor/cli/jobs.py 0.25.0): runs every planned trial that has no folder in the job
+    directory (harbor/job.py, _init_remaining_trial_configs)."""
+    return ["harbor", "jobs", "resume", "-p", str(job_dir)]
 
 
-def infra_error_types(job_dir: Path) -> list[str]:
-    """Exception types of the job's trials that errored outside the model (to rerun on resume)."""
-    found = set()
-    for path in Path(job_dir).glob("*/result.json"):
+def unmeasured_trials(job_dir: Path) -> list[Path]:
+    """The job's trial folders whose result is no measurement of the model (trial_verdict: an infrastructure
+    error, or neither an exception nor a verifier reward): what a resume must run again. Harbor's own
+    `jobs resume -f TYPE` removes only trials whose trial-level exception is TYPE, so a trial without an
+    exception (no reward) or with an infrastructure error in a step only would stay forever, and the stage
+    would fail on it at every rerun. Unreadable results are left to Harbor (it skips them)."""
+    found = []
+    for path in sorted(Path(job_dir).glob("*/result.json")):
         try:
             trial = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        found |= {e["exception_type"] for e in _trial_exceptions(trial) if not is_graded(e["exception_type"])}
-    return sorted(found)
+        if "task_name" in trial and not trial_verdict(trial)[0]:
+            found.append(path.parent)
+    return found
 
 
 def run_or_resume_harbor(cfg: HarborRunConfig, *, log_path: Path | None = None) -> tuple[Path, str]:
-    """`harbor run` for a new job; `harbor jobs resume` (rerunning infrastructure-errored trials) when the job
-    directory already holds Harbor's config.json. Returns (job directory, "run" | "resume")."""
+    """`harbor run` for a new job; when the job directory already holds Harbor's config.json, the trials that
+    measured nothing (unmeasured_trials) are removed and `harbor jobs resume` runs them again. Harbor's own output
+    goes to `log_path`; progress lines (JobProgress) to stderr. Returns (job directory, "run" | "resume")."""
     require_tool("harbor", "Install it with `make setup` on the GPU machine (.venv-harbor).")
     job_dir = Path(cfg.jobs_dir) / cfg.job_name
     if (job_dir / "config.json").is_file():
-        run_harness(harbor_resume_argv(job_dir, infra_error_types(job_dir)), cfg.jobs_dir, log_path=log_path)
-        return job_dir, "resume"
-    run_harness(harbor_run_argv(cfg), cfg.jobs_dir, log_path=log_path)
-    return job_dir, "run"
+        rerun = unmeasured_trials(job_dir)
+        if rerun:
+            log.warning("%s: %d trial(s) measured nothing (infrastructure error or no verifier reward); removed to "
+                        "run again: %s", job_dir, len(rerun), ", ".join(p.name for p in rerun))
+        for trial_dir in rerun:
+            shutil.rmtree(trial_dir)
+        argv, how = harbor_resume_argv(job_dir), "resume"
+    else:
+        argv, how = harbor_run_argv(cfg), "run"
+    progress = JobProgress(job_dir, f"harbor {cfg.job_name}")
+    try:
+        run_harness(argv, cfg.jobs_dir, log_path=log_path, watch=progress)
+    finally:
+        progress.close()
+    return job_dir, how

@@ -36,10 +36,12 @@ def trajectory_from_trial(trial: dict, *, model: str) -> dict:
 
 
 def run_local_eval(
-    sandbox, tasks: list, agent, *, attempts: int, concurrency: int, model: str, progress: bool = True
+    sandbox, tasks: list, agent, *, attempts: int, concurrency: int, model: str, progress: bool = True,
+    description: str | None = None,
 ) -> tuple[list[dict], float]:
     """Run every task `attempts` times (attempt 0..attempts-1) with at most `concurrency` trials at
-    once. Returns (trajectories, wall seconds)."""
+    once; progress lines on stderr named `description` (default "eval <model>"). Returns (trajectories,
+    wall seconds)."""
     from termagent.sandbox import run_trials  # heavy (docker SDK): imported when an eval runs
 
     if attempts < 1:
@@ -47,7 +49,8 @@ def run_local_eval(
     # attempt-major order: with bounded concurrency every task gets its first attempt early
     work = [(task, agent, attempt) for attempt in range(attempts) for task in tasks]
     started = time.monotonic()
-    results = run_trials(sandbox, work, concurrency=concurrency, progress=progress)
+    results = run_trials(sandbox, work, concurrency=concurrency, progress=progress,
+                         description=description or f"eval {model}")
     wall_s = time.monotonic() - started
     trials = [r.to_dict() if hasattr(r, "to_dict") else dict(r) for r in results]
     return [trajectory_from_trial(t, model=model) for t in trials], wall_s

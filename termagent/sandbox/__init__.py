@@ -5,7 +5,7 @@
 Where things are: the container pool in `pool.py` (Sandbox, SandboxConfig), one trial's lifecycle in
 `lifecycle.py` (run_trial, run_trials, TrialResult, Agent), the live container handle in `trial.py`
 (Trial), the verifier in `verifier.py`, images in `image.py` / `task_image.py`, the params section in
-`settings.py` (SandboxParams).
+`settings.py` (SandboxParams), the progress lines of a loop of trials in `progress.py` (TrialProgress).
 """
 
 from termagent.sandbox.lifecycle import GRADED_ERRORS, Agent, TrialResult, run_trial, run_trials

@@ -57,13 +57,11 @@ def check(paths: tuple[Path, ...], json_out: Path | None, concurrency: int | Non
     sandbox = Sandbox(params.sandbox_config(base.tag))
     oracle, nop = OracleAgent(), NopAgent()
     specs = [(task, agent, 0) for task in found for agent in (oracle, nop)]
-    results = run_trials(sandbox, specs, concurrency=concurrency, progress=sys.stderr.isatty(),
-                         description="oracle + nop")
+    results = run_trials(sandbox, specs, concurrency=concurrency, description="oracle + nop")
     # A nop that passed: rerun it (a fresh container each time) to tell a flaky verdict from a vacuous one.
     passing = [i for i, task in enumerate(found) if nop_passed(results[2 * i + 1])]
     rerun_specs = [(found[i], nop, attempt) for i in passing for attempt in range(1, nop_reruns + 1)]
-    reruns = run_trials(sandbox, rerun_specs, concurrency=concurrency, progress=sys.stderr.isatty(),
-                        description="nop reruns") if rerun_specs else []
+    reruns = run_trials(sandbox, rerun_specs, concurrency=concurrency, description="nop reruns") if rerun_specs else []
     rerun_of = {i: reruns[k * nop_reruns:(k + 1) * nop_reruns] for k, i in enumerate(passing)}
     entries = [check_entry(task, results[2 * i], results[2 * i + 1], rerun_of.get(i, ()))
                for i, task in enumerate(found)]

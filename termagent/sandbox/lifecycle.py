@@ -2,7 +2,7 @@
 
     sandbox = Sandbox(SandboxConfig(base_image=...))
     result = run_trial(sandbox, task, OracleAgent())            # one trial, a TrialResult
-    results = run_trials(sandbox, [(task, agent, 0), ...])       # bounded pool, progress bar
+    results = run_trials(sandbox, [(task, agent, 0), ...])       # bounded pool, progress on stderr
 
 The containers come from the pool (termagent/sandbox/pool.py); run_trials announces the trials next in
 line so their containers start ahead, and removes finished ones in the background.
@@ -20,6 +20,7 @@ from typing import Protocol
 
 from termagent.sandbox.errors import AgentTimeoutError, OutOfMemoryError, SandboxError
 from termagent.sandbox.pool import Sandbox
+from termagent.sandbox.progress import TrialProgress
 from termagent.sandbox.trial import Trial
 from termagent.tasks.model import Task
 from termagent.truncate import limit_output
@@ -147,8 +148,9 @@ def run_trials(sandbox: Sandbox, specs: Sequence[tuple[Task, Agent, int]], *, co
                progress: bool = True, description: str = "trials") -> list[TrialResult]:
     """Run many trials on a bounded thread pool; results in the order of `specs`. Containers for the
     trials next in line are started ahead (`config.warm_pool`); finished ones are removed in the
-    background (`config.background_remove`), and every removal is done before this returns."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    background (`config.background_remove`), and every removal is done before this returns. `progress`: report
+    done/total, passes, elapsed and ETA on stderr (a bar on a terminal, periodic lines in a log:
+    termagent.sandbox.progress)."""
 
     workers = max(1, min(concurrency or sandbox.config.concurrency, len(specs) or 1))
     background = sandbox.config.background_remove
@@ -158,16 +160,15 @@ def run_trials(sandbox: Sandbox, specs: Sequence[tuple[Task, Agent, int]], *, co
     upcoming = [(task, agent.name, attempt) for task, agent, attempt in specs[workers:]]
     try:
         sandbox.expect(upcoming)
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      disable=not progress, transient=False) as bar:
-            job = bar.add_task(description, total=len(specs))
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial") as pool:
-                futures = {pool.submit(_run_trial, sandbox, task, agent, attempt=attempt,
-                                       remove_in_background=background): i
-                           for i, (task, agent, attempt) in enumerate(specs)}
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.advance(job)
+        with (TrialProgress(description, len(specs), enabled=progress) as report,
+              ThreadPoolExecutor(max_workers=workers, thread_name_prefix="trial") as pool):
+            futures = {pool.submit(_run_trial, sandbox, task, agent, attempt=attempt,
+                                   remove_in_background=background): i
+                       for i, (task, agent, attempt) in enumerate(specs)}
+            for future in as_completed(futures):
+                result = results[futures[future]] = future.result()
+                report.advance(passed=result.reward is not None and result.reward >= 1.0,
+                               error=result.error is not None)
     finally:
         sandbox.forget(upcoming)  # all claimed unless a trial failed before starting its container
         sandbox.drain()

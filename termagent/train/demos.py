@@ -20,7 +20,6 @@ import logging
 import math
 import re
 import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,7 +216,7 @@ def demo_line(task, result) -> dict:
 
 
 def build_demos(tasks: list, sandbox, config: DemosConfig, agent_config: AgentConfig, out_path: str | Path,
-                *, progress: bool | None = None) -> dict:
+                *, progress: bool = True) -> dict:
     """Run every task's oracle through the agent loop in a real container; keep the verified demos.
     Writes `out_path` (JSONL) atomically; returns the counts (written to metrics by the stage)."""
     from termagent.sandbox import run_trials
@@ -238,7 +237,7 @@ def build_demos(tasks: list, sandbox, config: DemosConfig, agent_config: AgentCo
             log.warning("demo %s: %s", task.id, error)
             dropped["no_usable_solution"] += 1
     results = run_trials(sandbox, [(t, agent, 0) for t in runnable], concurrency=config.concurrency,
-                         progress=sys.stderr.isatty() if progress is None else progress, description="demos")
+                         progress=progress, description="demos")
     lines, per_task = [], []
     for task, result in zip(runnable, results):
         record = result.agent_result or {}

@@ -340,7 +340,7 @@ class MultiTurnRollout:
                  for i, (t, buffer) in enumerate(zip(task_ids, buffers))]
         started = time.monotonic()
         try:
-            results = run_trials(self.sandbox, specs, concurrency=self.params.concurrency, progress=False,
+            results = run_trials(self.sandbox, specs, concurrency=self.params.concurrency,
                                  description="mt_grpo rollouts")
         finally:
             shared.close()  # stops its worker thread (the model itself stays: HFPolicy.close drops a reference)

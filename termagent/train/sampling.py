@@ -194,7 +194,8 @@ def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_
             f"attempts each (screen {params.screen}, expand {params.expand})")
         trajectories, wall_s = screened_episodes(
             tasks, params, lambda ts, n: run_local_eval(sandbox, ts, terminus, attempts=n,
-                                                        concurrency=params.concurrency, model=model), log=log,
+                                                        concurrency=params.concurrency, model=model,
+                                                        description=f"sample {model}"), log=log,
             pool=pool, family_of=lambda t: families.get(t.id))
     finally:
         policy.close()

@@ -159,7 +159,7 @@ class SingleTurnEnv:
     def probe_screens(self, cache: str | Path | None = None, progress: bool = True) -> dict[str, str]:
         """The screen a fresh container of each task shows once tmux is up (what the eval loop puts in its
         first prompt). Cached in `cache` by task id and content hash; missing entries are probed."""
-        from rich.progress import Progress
+        from termagent.sandbox.progress import TrialProgress
 
         cached = {}
         if cache is not None and Path(cache).is_file():
@@ -183,11 +183,11 @@ class SingleTurnEnv:
                     terminal.close()
 
         if todo:
-            with Progress(disable=not progress) as bar, ThreadPoolExecutor(self.config.concurrency) as pool:
-                job = bar.add_task("terminal screens", total=len(todo))
+            with (TrialProgress("terminal screens", len(todo), enabled=progress, outcomes=False) as report,
+                  ThreadPoolExecutor(self.config.concurrency) as pool):
                 for task_id, screen in pool.map(probe, todo):
                     self.screens[task_id] = screen
-                    bar.advance(job)
+                    report.advance()
         if cache is not None:
             atomic.write_json(cache, {tid: {"hash": self.tasks[tid].content_hash, "pane": self._pane_key(),
                                             "screen": s} for tid, s in sorted(self.screens.items())})

@@ -130,10 +130,10 @@ def test_job_name_is_deterministic_and_follows_the_model_and_params(tmp_path):
     assert harbor.job_name("sft", harbor.model_digest(base, adapter), section, 5, VllmConfig()) != name
 
 
-def test_an_existing_job_is_resumed_rerunning_its_infrastructure_errors(tmp_path, monkeypatch):
-    """The command the stage runs: `harbor run` for a new job, `harbor jobs resume -p DIR -f TYPE...` for a job
-    directory that holds Harbor's config.json. (Harbor itself needs Python >= 3.12; a `harbor` script on PATH
-    records the argv it is given.)"""
+def test_an_existing_job_is_resumed_rerunning_every_trial_that_measured_nothing(tmp_path, monkeypatch):
+    """The command the stage runs: `harbor run` for a new job; for a job directory that holds Harbor's
+    config.json, the folders of trials that measured nothing are removed, then `harbor jobs resume -p DIR`.
+    (Harbor itself needs Python >= 3.12; a `harbor` script on PATH records the argv it is given.)"""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls.jsonl"
@@ -148,10 +148,28 @@ def test_an_existing_job_is_resumed_rerunning_its_infrastructure_errors(tmp_path
     assert how == "run" and calls.read_text().split()[:2] == ["run", "-d"]
     assert f"--job-name {JOB.name}" in calls.read_text()
     shutil.copytree(JOB, job_dir)  # what an interrupted `harbor run` left
+    # Two trials Harbor's `-f TYPE` filter would never rerun: one with no exception and no verifier reward, one
+    # whose infrastructure error is recorded in a step only.
+    no_reward = job_dir / "fix-git__aB3xYz1" / "result.json"
+    data = json.loads(no_reward.read_text())
+    assert data["exception_info"] is None
+    data["verifier_result"] = None
+    no_reward.write_text(json.dumps(data))
+    in_step = job_dir / "count-dataset-tokens__Lk8jHg4" / "result.json"
+    data = json.loads(in_step.read_text())
+    data["step_results"] = [{"exception_info": {"exception_type": "ApiConnectionError", "exception_message": "died",
+                                                "exception_traceback": "", "occurred_at": data["started_at"]}}]
+    in_step.write_text(json.dumps(data))
     calls.unlink()
     assert harbor.run_or_resume_harbor(cfg) == (job_dir, "resume")
-    assert calls.read_text().split() == ["jobs", "resume", "-p", str(job_dir), "-f", "ApiConnectionError",
-                                         "-f", "CancelledError", "-f", "EnvironmentStartTimeoutError"]
+    assert calls.read_text().split() == ["jobs", "resume", "-p", str(job_dir)]
+    # removed before the resume (Harbor runs every planned trial without a folder): the two above and the two
+    # infrastructure errors; the scored trials (graded errors included) stay
+    left = sorted(p.name for p in job_dir.iterdir() if p.is_dir())
+    assert left == ["build-cython-ext__Gh2jKl8", "count-dataset-tokens__Zx9cVb3", "fix-git__Qw7erT2",
+                    "regex-log__Po5iUy5"]
+    records, _ = harbor.convert_harbor_job(job_dir)
+    assert all(r["scored"] for r in records)  # what is left converges: nothing the metrics would refuse
 
 
 def test_the_harbor_eval_records_the_servers_sampling_defaults(tmp_path):
@@ -163,3 +181,35 @@ def test_the_harbor_eval_records_the_servers_sampling_defaults(tmp_path):
         extra={"serving": record})
     assert json.loads((tmp_path / "base.json").read_text())["serving"]["generation_config"] == "vllm"
     assert metrics["serving"] == record
+
+
+def test_a_running_harbor_job_reports_progress_from_its_directory(tmp_path):
+    """JobProgress reads what Harbor writes while it runs (the job's result.json with n_total_trials at the start,
+    each trial's result.json when it ends): done/total, passes and errors (infrastructure), with an ETA; trials
+    already there (a resumed job's) are not counted again."""
+    import io
+
+    job = tmp_path / "job"
+    job.mkdir()
+    stream, now = io.StringIO(), [0.0]
+    (job / "fix-git__aB3xYz1").mkdir()  # a finished trial of an earlier run (resume): not counted
+    shutil.copy(JOB / "fix-git__aB3xYz1" / "result.json", job / "fix-git__aB3xYz1" / "result.json")
+    progress = harbor.JobProgress(job, "harbor base", stream=stream, clock=lambda: now[0], heartbeat=False, every=1)
+    progress()  # Harbor has not written the job's result.json yet: nothing to say
+    assert stream.getvalue() == ""
+    shutil.copy(JOB / "result.json", job / "result.json")  # n_total_trials: 8
+    progress()  # the job started at 0 s
+    trials = ["count-dataset-tokens__Lk8jHg4", "build-cython-ext__Rt6yUi7", "count-dataset-tokens__Zx9cVb3"]
+    for name in trials:  # a pass, an infrastructure error, a graded agent timeout
+        now[0] += 60
+        shutil.copytree(JOB / name, job / name)
+        progress()
+    (job / "regex-log__Mn4bVc6").mkdir()  # a trial still running: no result.json yet
+    progress()
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "harbor base: 7 to run"
+    assert lines[1] == "harbor base: 1/7 done, 1 passed, 1m00s elapsed, ETA 6m00s"
+    assert lines[2] == "harbor base: 2/7 done, 1 passed, 1 error, 2m00s elapsed, ETA 5m00s"
+    assert lines[3] == "harbor base: 3/7 done, 1 passed, 1 error, 3m00s elapsed, ETA 4m00s"
+    assert lines[-1] == "harbor base: 3/7 done, 1 passed, 1 error, 3m00s elapsed, ETA 4m00s (stopped)"
