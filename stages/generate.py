@@ -3,7 +3,8 @@
     python stages/generate.py --out data/generated          # what `dvc repro generate` runs
     python stages/generate.py --out /tmp/gen --profile h100
 
-Reads params: generate.families, generate.instances, generate.seed. Same params -> same bytes.
+Reads params: generate.families, generate.instances, generate.seed, generate.rung_weights. Same params -> same
+bytes.
 """
 
 from __future__ import annotations

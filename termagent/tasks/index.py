@@ -6,7 +6,7 @@ File shape (sorted keys, tasks sorted by id, no timestamps: the same tasks give 
     {"version": 1, "eval_fraction": 0.25, "split_seed": 0, "stratify_by": "difficulty",
      "id_fraction": 0.2, "ood_families": [...],
      "counts": {"eval": 10, "eval_id": 60, "eval_ood": 48, "train": 250},
-     "tasks": [{"id", "family", "hash", "layout", "split", "path", "difficulty", "category", "tags",
+     "tasks": [{"id", "family", "rung", "hash", "layout", "split", "path", "difficulty", "category", "tags",
                 "agent_timeout_sec", "verifier_timeout_sec", "network"}, ...]}
 """
 
@@ -60,6 +60,7 @@ def task_record(task: Task, split: Split, root: Path | None = None) -> dict[str,
     return {
         "id": task.id,
         "family": task.metadata.get("family"),
+        "rung": task.metadata.get("rung"),
         "hash": task.content_hash,
         "layout": task.layout,
         "split": split,

@@ -4,7 +4,8 @@ Groups: `train`; `eval` (hand-written held-out tasks); `eval_id` (held-out insta
 families: in-distribution); `eval_ood` (every instance of a family never trained on: out-of-distribution).
 A task with a `family` in its metadata is a generated instance (termagent.tasks.families): it is
 `eval_ood` when its family is listed in `ood_families`, else `eval_id` when its hash point u < id_fraction,
-else `train`. Every other task is split train/eval as below. Adding families or instances never moves
+else `train`; every training family, and every rung of it (metadata `rung`) with >= 2 instances, keeps >= 1
+held-out and >= 1 training instance. Every other task is split train/eval as below. Adding families or instances never moves
 another task (its group depends on its own id, its family and the params only).
 
 Train/eval split of the hand-written tasks:
@@ -85,6 +86,7 @@ def assign_split_groups(tasks: Iterable[Task], eval_fraction: float, seed: int, 
     plain = [t for t in tasks if family_of(t) is None]
     split: dict[str, Split] = assign_splits(plain, eval_fraction, seed, stratify_by) if plain else {}
     by_family: dict[str, list[str]] = defaultdict(list)
+    by_rung: dict[tuple[str, str], list[str]] = defaultdict(list)
     u: dict[str, float] = {}
     for t in tasks:
         family = family_of(t)
@@ -96,6 +98,8 @@ def assign_split_groups(tasks: Iterable[Task], eval_fraction: float, seed: int, 
         u[t.id] = unit_hash(seed, t.id)
         split[t.id] = "eval_id" if u[t.id] < id_fraction else "train"
         by_family[family].append(t.id)
-    for ids in by_family.values():  # every training family: >= 1 held-out and >= 1 training instance
+        by_rung[(family, str(t.metadata.get("rung")))].append(t.id)
+    # every rung of a training family, then the family: >= 1 held-out and >= 1 training instance
+    for ids in [*by_rung.values(), *by_family.values()]:
         _ensure_both(ids, u, split, held="eval_id")
     return dict(sorted(split.items()))

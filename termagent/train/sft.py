@@ -13,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import shutil
 import tempfile
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +45,8 @@ _ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "ass
 
 # What _fit sets itself: the typed fields below and these; the rest of SFTConfig is `sft.trl`'s.
 SFT_RESERVED = ("output_dir", "data_seed", "gradient_checkpointing_kwargs", "truncation_mode", "packing",
-                "assistant_only_loss")
+                "assistant_only_loss", "train_sampling_strategy")
+ORDERS = ("random", "family")
 
 
 @dataclass
@@ -53,6 +56,9 @@ class SFTParams:
                                                          "data/datasets/api_sft.jsonl"])
     max_length: int = 1536  # tokens per conversation; longer ones are cut at the end (TRL keep_start)
     max_steps: int = 8  # > 0 overrides epochs; -1: trl.num_train_epochs decide
+    # the order conversations are trained in: "random" (TRL's shuffling sampler) or "family" (planned_examples:
+    # each task family's conversations spread evenly over the run, read in that order)
+    order: str = "random"
     per_device_train_batch_size: int = 1
     gradient_accumulation_steps: int = 8
     # TRL's own knobs, straight into trl.SFTConfig (warmup_steps < 1 is a fraction of the run)
@@ -76,6 +82,8 @@ class SFTParams:
             raise ValueError("datasets must list at least one JSONL path or hf_id@revision")
         if self.max_length < 16:
             raise ValueError(f"max_length must be >= 16, got {self.max_length}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {self.order!r}")
 
 
 # -- data ---------------------------------------------------------------------------------------------------
@@ -114,10 +122,18 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def load_conversations(sources: list[str]) -> tuple[list[list[dict]], dict[str, int]]:
-    """All conversations of `sources`, and how many came from each. A source is an existing local file,
-    else "hf_id@revision" (a pinned 40-hex commit); anything else fails, naming the source."""
+    """All conversations of `sources`, and how many came from each (load_examples without the task ids)."""
+    conversations, counts, _ = load_examples(sources)
+    return conversations, counts
+
+
+def load_examples(sources: list[str]) -> tuple[list[list[dict]], dict[str, int], list[str | None]]:
+    """All conversations of `sources`, how many came from each, and each one's `task_id` (None where the row
+    has none). A source is an existing local file, else "hf_id@revision" (a pinned 40-hex commit); anything
+    else fails, naming the source."""
     conversations: list[list[dict]] = []
     counts: dict[str, int] = {}
+    task_ids: list[str | None] = []
     for source in sources:
         path = Path(source)
         if path.is_file():
@@ -139,7 +155,8 @@ def load_conversations(sources: list[str]) -> tuple[list[list[dict]], dict[str, 
             convs.append(conv)
         counts[source] = len(convs)
         conversations.extend(convs)
-    return conversations, counts
+        task_ids.extend(row.get("task_id") if isinstance(row.get("task_id"), str) else None for row in rows)
+    return conversations, counts, task_ids
 
 
 # -- chat template --------------------------------------------------------------------------------------------
@@ -190,7 +207,9 @@ def _fit(model, dataset, tokenizer, params: SFTParams, metrics_dir: Path, *, sta
         gradient_checkpointing_kwargs={"use_reentrant": False}, max_steps=params.max_steps,
         per_device_train_batch_size=params.per_device_train_batch_size,
         gradient_accumulation_steps=params.gradient_accumulation_steps, max_length=params.max_length,
-        truncation_mode="keep_start", packing=False, assistant_only_loss=True, **params.trl))
+        truncation_mode="keep_start", packing=False, assistant_only_loss=True,
+        # `family`: planned_examples already ordered the conversations; TRL reads them in that order
+        train_sampling_strategy="sequential" if params.order == "family" else "random", **params.trl))
     trainer = SFTTrainer(model=model, args=config, train_dataset=dataset, processing_class=tokenizer,
                          callbacks=[dvclive_callback(metrics_dir)])
     try:
@@ -224,14 +243,52 @@ def seen_by(adapter_dir: str | Path) -> set[str]:
     return set(keys)
 
 
-def planned_examples(conversations: list[list[dict]], params: SFTParams) -> list[list[dict]]:
-    """The conversations a run of `max_steps` consumes: a seeded shuffle cut to max_steps x batch x
-    accumulation (all of them when that is more than there are, or max_steps <= 0), so a stage knows, and
-    records, exactly which conversations trained its adapter."""
+# A generated task's id: `<family>-<4 digits>` (termagent.tasks.families.task_id; tests/tasks checks the two agree).
+_GENERATED_ID = re.compile(r"(?P<family>[a-z0-9-]+)-\d{4}")
+
+
+def example_group(task_id: str | None) -> str:
+    """What `order: family` balances over: a generated task's family, `bundled` for any other task, `unknown`
+    for a conversation without a task id (a Hub row)."""
+    if task_id is None:
+        return "unknown"
+    match = _GENERATED_ID.fullmatch(task_id)
+    return match["family"] if match else "bundled"
+
+
+def family_balanced(conversations: list[list[dict]], groups: list[str], seed: int) -> list[list[dict]]:
+    """Every conversation once, each group's (seeded shuffle) spread evenly over the sequence: its i-th of n
+    sits at (i + offset) / n of the way, so any window of k conversations holds k x n / N +- 2 of a group of
+    n (of N): every optimizer step sees the families in proportion, and so does a run cut short."""
     import random
 
-    order = list(conversations)
-    random.Random(params.seed).shuffle(order)
+    rng = random.Random(seed)
+    by_group: dict[str, list[list[dict]]] = {}
+    for conversation, group in zip(conversations, groups, strict=True):
+        by_group.setdefault(group, []).append(conversation)
+    keyed = []
+    for group in sorted(by_group):
+        members = by_group[group]
+        rng.shuffle(members)
+        offset = rng.random()
+        keyed += [((i + offset) / len(members), rng.random(), c) for i, c in enumerate(members)]
+    keyed.sort(key=lambda k: k[:2])
+    return [c for _, _, c in keyed]
+
+
+def planned_examples(conversations: list[list[dict]], params: SFTParams,
+                     groups: list[str] | None = None) -> list[list[dict]]:
+    """The conversations a run of `max_steps` consumes, in the order it trains on them: a seeded shuffle
+    (`order: random`) or the family-balanced order of `groups` (`order: family`; see family_balanced), cut to
+    max_steps x batch x accumulation (all of them when that is more than there are, or max_steps <= 0), so a
+    stage knows, and records, exactly which conversations trained its adapter."""
+    import random
+
+    if params.order == "family":
+        order = family_balanced(conversations, groups or ["unknown"] * len(conversations), params.seed)
+    else:
+        order = list(conversations)
+        random.Random(params.seed).shuffle(order)
     if params.max_steps <= 0:
         return order
     budget = params.max_steps * params.per_device_train_batch_size * params.gradient_accumulation_steps
@@ -251,16 +308,19 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
     metrics_dir = Path(metrics_dir)
     with timer.phase("load"):
         counts: dict[str, int] = {"<given>": len(conversations)} if conversations is not None else {}
+        task_ids: list[str | None] = [None] * len(conversations or [])
         if conversations is None:
-            conversations, counts = load_conversations(params.datasets)
+            conversations, counts, task_ids = load_examples(params.datasets)
+        examples = list(zip(conversations, task_ids, strict=True))
         if params.max_examples:
-            conversations = conversations[: params.max_examples]
+            examples = examples[: params.max_examples]
         if params.skip_seen_by:
             seen = seen_by(params.skip_seen_by)
-            before_skip = len(conversations)
-            conversations = [c for c in conversations if conversation_key(c) not in seen]
-            counts["skipped_seen"] = before_skip - len(conversations)
-        conversations = planned_examples(conversations, params)
+            before_skip = len(examples)
+            examples = [(c, t) for c, t in examples if conversation_key(c) not in seen]
+            counts["skipped_seen"] = before_skip - len(examples)
+        groups = {conversation_key(c): example_group(t) for c, t in examples}
+        conversations = planned_examples([c for c, _ in examples], params, [example_group(t) for _, t in examples])
         if not conversations:
             raise ValueError(f"sft: no training conversation in {params.datasets}")
         tokenizer = load_tokenizer(base_dir)
@@ -292,7 +352,8 @@ def train_sft(base_dir: str | Path, out_dir: str | Path, params: SFTParams, *, m
                     "trained_examples": sorted(conversation_key(c) for c in conversations)}
         save_adapter(trainer.model, tokenizer, out_dir, manifest=manifest)
     metrics = {
-        "n_conversations": len(conversations), "datasets": counts, **data_stats,
+        "n_conversations": len(conversations), "datasets": counts, **data_stats, "order": params.order,
+        "conversations_by_group": dict(sorted(Counter(groups[conversation_key(c)] for c in conversations).items())),
         "global_steps": trainer.state.global_step, "epochs": result.metrics.get("epoch", params.trl.get("num_train_epochs")),
         "train_loss": result.training_loss, **_run_summary(trainer.state.log_history, timer.phases["train"]),
         "adapter_tensors_changed": changed, "adapter_tensors": len(before),

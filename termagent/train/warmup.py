@@ -18,10 +18,12 @@ from termagent.train.sft import SFT_RESERVED, SFTParams
 
 @dataclass
 class WarmupParams(SFTParams):
-    """SFTParams with the warmup's own defaults: the demos alone, a higher rate, nothing to skip."""
+    """SFTParams with the warmup's own defaults: the demos alone, one full epoch in a family-balanced order, a
+    higher rate, nothing to skip."""
 
     datasets: list[str] = field(default_factory=lambda: ["data/sft/demos.jsonl"])
-    max_steps: int = 24
+    max_steps: int = -1  # trl.num_train_epochs over every demo (one epoch: ceil(demos / 8) steps)
+    order: str = "family"  # every optimizer step holds the families in proportion (sft.family_balanced)
     trl: dict[str, Any] = field(default_factory=lambda: {
         "num_train_epochs": 1.0, "learning_rate": 1e-3, "lr_scheduler_type": "cosine", "warmup_steps": 0.05,
         "weight_decay": 0.0, "max_grad_norm": 1.0, "logging_steps": 2},

@@ -87,7 +87,7 @@ def test_index_records_and_determinism(tmp_path):
     assert index["counts"] == {"eval": 1, "train": 1}
     harbor = index["tasks"][1]
     assert harbor == {
-        "id": "termagent-fixtures/count-errors", "family": None, "hash": tasks[0].content_hash, "layout": "harbor",
+        "id": "termagent-fixtures/count-errors", "family": None, "rung": None, "hash": tasks[0].content_hash, "layout": "harbor",
         "split": harbor["split"], "path": "tests/tasks/fixtures/harbor-count-errors", "difficulty": "easy",
         "category": "text_processing", "tags": ["grep", "logs"], "agent_timeout_sec": 120.0,
         "verifier_timeout_sec": 60.0, "network": "no-network"}

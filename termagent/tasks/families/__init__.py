@@ -4,13 +4,15 @@
     generate("grep-count", random.Random(...), 3, out_dir)   # -> out_dir/grep-count-0003/
 
 One module per family (NAME, CATEGORY, TAGS, build(rng, difficulty) -> Instance); FAMILIES is the
-registry, in a fixed order. The `generate` stage (stages/generate.py -> instances.generate_all)
+registry, in a fixed order. An instance's rung (base.RUNGS: `command`, `shape`, `easy`, `medium`, `hard`) is
+drawn first from its own generator, with the `generate.rung_weights` mix. The `generate` stage (stages/generate.py -> instances.generate_all)
 writes data/generated/ from params `generate:`.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
 
@@ -30,7 +32,14 @@ from termagent.tasks.families import (
     sqlite_query,
     tar_archive,
 )
-from termagent.tasks.families.base import Instance, pick_difficulty, write_task
+from termagent.tasks.families.base import (
+    DEFAULT_RUNG_WEIGHTS,
+    RUNG_DIFFICULTY,
+    Instance,
+    pick_rung,
+    with_hint,
+    write_task,
+)
 
 # Registry order is part of nothing but listings: ids, bytes and splits never depend on it.
 _MODULES: tuple[ModuleType, ...] = (
@@ -56,15 +65,20 @@ def instance_rng(seed: int, family: str, index: int) -> random.Random:
     return random.Random(f"termagent-families:{seed}:{family}:{index}")
 
 
-def build_instance(family: str, rng: random.Random, difficulty: str | None = None) -> tuple[Instance, str]:
+def build_instance(family: str, rng: random.Random, rung: str | None = None,
+                   weights: Mapping[str, float] = DEFAULT_RUNG_WEIGHTS) -> tuple[Instance, str]:
+    """Instance of `family` at `rung` (None: drawn from `rng` with `weights`), and the rung."""
     module = family_module(family)
-    difficulty = difficulty or pick_difficulty(rng)
-    return module.build(rng, difficulty), difficulty
+    rung = rung or pick_rung(rng, weights)
+    if rung not in RUNG_DIFFICULTY:
+        raise ValueError(f"unknown rung {rung!r}; known: {', '.join(RUNG_DIFFICULTY)}")
+    return with_hint(module.build(rng, RUNG_DIFFICULTY[rung]), rung, family), rung
 
 
-def generate(family: str, rng: random.Random, index: int, out_dir: Path, difficulty: str | None = None) -> Path:
+def generate(family: str, rng: random.Random, index: int, out_dir: Path, rung: str | None = None,
+             weights: Mapping[str, float] = DEFAULT_RUNG_WEIGHTS) -> Path:
     """Write instance `index` of `family` as a complete Harbor task directory under out_dir."""
     module = family_module(family)
-    inst, difficulty = build_instance(family, rng, difficulty)
-    return write_task(Path(out_dir) / task_id(family, index), inst, family=family, difficulty=difficulty,
+    inst, rung = build_instance(family, rng, rung, weights)
+    return write_task(Path(out_dir) / task_id(family, index), inst, family=family, rung=rung,
                       category=module.CATEGORY, tags=list(module.TAGS))

@@ -48,7 +48,8 @@ def build(rng, difficulty):
         instruction = (f"Start the worker `/app/{s}` in the background (it runs until killed) and write its PID to "
                        f"`/app/{pidfile}`.")
         solve = [f"nohup bash /app/{s} > /dev/null 2>&1 & echo $! > /app/{pidfile}"]
-        return Instance(instruction, files, solve, TESTS, consts)
+        return Instance(instruction, files, solve, TESTS, consts,
+                        shape="nohup bash SCRIPT > /dev/null 2>&1 & echo $! > PIDFILE")
     arg = f"{rng.choice(WORDS)}{rng.randint(1, 9)}"
     consts["LINE"] = f"{tag} {arg}"
     if difficulty == "medium":

@@ -2,9 +2,14 @@
 
 A family module defines NAME, CATEGORY, TAGS and `build(rng, difficulty) -> Instance`; everything an
 instance varies (names, contents, keywords, numbers) comes from `rng`, so the same (seed, family,
-index) always gives the same bytes. The task directory written here:
+index) always gives the same bytes.
 
-    task.toml                 [metadata] family, difficulty, category, tags; no network; workdir /app
+Rungs (RUNGS, easiest first): `command` and `shape` are the easy task with a hint a user could give: the
+exact command to run (`command`), or the command's form with blanks to fill from the instruction (`shape`,
+each family's `Instance.shape`); `easy`, `medium` and `hard` take the hints away. A rung changes only the
+instruction: the files, the tests and the oracle are its difficulty's. The task directory written here:
+
+    task.toml                 [metadata] family, rung, difficulty, category, tags; no network; workdir /app
     instruction.md            short, regular wording within a family
     environment/Dockerfile    FROM debian:bookworm-slim (aliased to the local base) + WORKDIR + COPY
     environment/files/...     the instance's files, copied to /app
@@ -19,14 +24,19 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import MappingProxyType
 
 from termagent.tasks.families.vocabulary import CITIES, EXTS, LEVELS, PEOPLE, WORDS  # noqa: F401 (the families import them from here)
 
 DIFFICULTIES = ("easy", "medium", "hard")
-# Most instances easy / medium, a minority hard (a tiny model must see learnable rungs).
-DIFFICULTY_WEIGHTS = (0.45, 0.4, 0.15)
+RUNGS = ("command", "shape", "easy", "medium", "hard")
+RUNG_DIFFICULTY = {"command": "easy", "shape": "easy", "easy": "easy", "medium": "medium", "hard": "hard"}
+# The embedded default mix (params `generate.rung_weights`): most instances hinted, so a 135M warmup solves
+# some of every family; medium and hard stay, fewer, for the way up.
+DEFAULT_RUNG_WEIGHTS = MappingProxyType({"command": 0.35, "shape": 0.3, "easy": 0.15, "medium": 0.15, "hard": 0.05})
 
 DOCKERFILE = "FROM debian:bookworm-slim\nWORKDIR /app\nCOPY files/ /app/\n"
 
@@ -59,6 +69,7 @@ TOML = """version = "1.0"
 [metadata]
 author_name = "termagent"
 family = "{family}"
+rung = "{rung}"
 difficulty = "{difficulty}"
 category = "{category}"
 tags = [{tags}]
@@ -90,14 +101,30 @@ class Instance:
     consts: dict[str, object] = field(default_factory=dict)  # module-level constants of the tests
     untouched: list[str] | None = None  # inputs whose bytes the tests pin (None: every file)
     tags: list[str] = field(default_factory=list)  # on top of the family's TAGS
+    shape: str = ""  # easy only: the oracle command's form, blanks in capitals (`grep -c WORD FILE > OUTPUT`)
 
 
 def sha256(data: str | bytes) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
-def pick_difficulty(rng: random.Random) -> str:
-    return rng.choices(DIFFICULTIES, weights=DIFFICULTY_WEIGHTS)[0]
+def pick_rung(rng: random.Random, weights: Mapping[str, float]) -> str:
+    """One rung drawn with `weights` (rung -> weight, absent = 0), always in RUNGS order: the mapping's own
+    order never changes a draw."""
+    return rng.choices(RUNGS, weights=[weights.get(r, 0.0) for r in RUNGS])[0]
+
+
+def with_hint(inst: Instance, rung: str, family: str) -> Instance:
+    """The instance as `rung` words it: the easy instruction plus the command (`command`) or its form
+    (`shape`); other rungs unchanged."""
+    if rung == "command":
+        commands = ", then ".join(f"`{c}`" for c in inst.solve)
+        return replace(inst, instruction=f"{inst.instruction.rstrip()} Run {commands}.")
+    if rung == "shape":
+        if not inst.shape:
+            raise ValueError(f"{family}: the easy instance has no command shape for the `shape` rung")
+        return replace(inst, instruction=f"{inst.instruction.rstrip()} Use a command of the form `{inst.shape}`.")
+    return inst
 
 
 def render_tests(inst: Instance) -> str:
@@ -114,16 +141,17 @@ def _write(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     os.chmod(path, mode)
 
 
-def write_task(task_dir: Path, inst: Instance, *, family: str, difficulty: str, category: str,
+def write_task(task_dir: Path, inst: Instance, *, family: str, rung: str, category: str,
                tags: list[str]) -> Path:
     """Write `inst` as a Harbor task directory (replacing nothing: the directory must not exist)."""
     for line in inst.solve:
         if "\n" in line or line.rstrip().endswith("\\") or "<<" in line:
             raise ValueError(f"{family}: solve.sh line is not one plain command: {line!r}")
+    difficulty = RUNG_DIFFICULTY[rung]
     task_dir.mkdir(parents=True)
     all_tags = list(dict.fromkeys([*tags, *inst.tags]))
     timeout = {"easy": 120, "medium": 180, "hard": 300}[difficulty]
-    _write(task_dir / "task.toml", TOML.format(family=family, difficulty=difficulty, category=category,
+    _write(task_dir / "task.toml", TOML.format(family=family, rung=rung, difficulty=difficulty, category=category,
                                                tags=", ".join(f'"{t}"' for t in all_tags),
                                                agent_timeout=timeout))
     _write(task_dir / "instruction.md", inst.instruction.strip() + "\n")

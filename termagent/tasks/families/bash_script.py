@@ -41,7 +41,7 @@ def build(rng, difficulty):
         files = {s: f"#!/bin/bash\n# {kind}\n{body}\n"}
         instruction = f"Run the script `/app/{s}` with the argument `{arg}` and save what it prints to `/app/{out}`."
         return Instance(instruction, files, [f"bash /app/{s} {arg} > /app/{out}"], TESTS_OUT,
-                        {"OUT": f"/app/{out}", "EXPECTED": fn(arg)})
+                        {"OUT": f"/app/{out}", "EXPECTED": fn(arg)}, shape="bash SCRIPT ARGUMENT > OUTPUT")
     if difficulty == "medium":
         greeting = rng.choice(("Hello", "Welcome", "Hi", "Greetings", "Good morning", "Ahoy"))
         example = rng.choice(PEOPLE)

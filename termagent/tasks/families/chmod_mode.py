@@ -44,7 +44,7 @@ def build(rng, difficulty):
         instruction = f"Make the script `/app/{d}/{s}` executable."
         others = [f"/app/{p}" for p in files if p != f"{d}/{s}"]
         return Instance(instruction, files, [f"chmod +x /app/{d}/{s}"], TESTS_EXEC,
-                        {"SCRIPT": f"/app/{d}/{s}", "OUTPUT": word, "OTHERS": others})
+                        {"SCRIPT": f"/app/{d}/{s}", "OUTPUT": word, "OTHERS": others}, shape="chmod +x FILE")
     if difficulty == "medium":
         ext, other = rng.sample(EXTS, 2)
         mode = rng.choice((0o600, 0o640, 0o400, 0o660, 0o444, 0o750))

@@ -34,6 +34,7 @@ def build(rng, difficulty):
         instruction = f"Write the values of column {n} of `/app/{f}`, without the header line, to `/app/{out}`."
         solve = [f"tail -n +2 /app/{f} | cut -d, -f{n} > /app/{out}"]
         expected = [r[order[n - 1]] for r in rows]
+        shape = "tail -n +2 FILE | cut -d, -fCOLUMN > OUTPUT"
     elif difficulty == "medium":
         col = rng.choice(cols[3:])
         n = order.index(col) + 1
@@ -52,4 +53,5 @@ def build(rng, difficulty):
                  f"awk -F, 'NR > 1 {{s[${g}] += ${n}}} END {{for (k in s) print k \",\" s[k]}}' /app/{f} | sort > /app/{out}",
                  f"cat /app/{out}"]
         expected = [f"{c},{t}" for c, t in sorted(totals.items())]
-    return Instance(instruction, files, solve, TESTS, {"OUT": f"/app/{out}", "EXPECTED": expected})
+    return Instance(instruction, files, solve, TESTS, {"OUT": f"/app/{out}", "EXPECTED": expected},
+                    shape=shape if difficulty == "easy" else "")

@@ -63,4 +63,5 @@ def build(rng, difficulty):
         solve = [f"grep -lw {kw} /app/{src}/*", f"mkdir -p /app/{dst}",
                  f"grep -lw {kw} /app/{src}/* | xargs -I{{}} mv {{}} /app/{dst}/", f"ls /app/{dst}"]
     untouched = [p for p in files if f"/app/{p}" not in gone]
-    return Instance(instruction, files, solve, TESTS, {"MOVED": moved, "GONE": gone}, untouched)
+    return Instance(instruction, files, solve, TESTS, {"MOVED": moved, "GONE": gone}, untouched,
+                    shape="mv OLD NEW" if difficulty == "easy" else "")

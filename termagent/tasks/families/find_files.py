@@ -36,7 +36,8 @@ def build(rng, difficulty):
         instruction = f"Write the number of `.{ext}` files under `/app/{d}` (subdirectories included) to `/app/{out}`."
         solve = [f"find /app/{d} -name '*.{ext}' | wc -l > /app/{out}"]
         return Instance(instruction, files, solve, TESTS_OUT,
-                        {"OUT": f"/app/{out}", "EXPECTED": [str(sum(p.endswith(f".{ext}") for p in files))]})
+                        {"OUT": f"/app/{out}", "EXPECTED": [str(sum(p.endswith(f".{ext}") for p in files))]},
+                        shape="find DIRECTORY -name '*.EXT' | wc -l > OUTPUT")
     sizes = {p: len(t.encode()) for p, t in files.items()}
     if difficulty == "medium":
         k = sorted(sizes.values())[len(sizes) // 2]

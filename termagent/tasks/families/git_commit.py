@@ -39,7 +39,7 @@ def build(rng, difficulty):
     consts = {"REPO": f"/app/{proj}"}
     if difficulty == "easy":
         instruction = f"Initialise an empty git repository in `/app/{proj}`."
-        return Instance(instruction, files, [f"git init /app/{proj}"], TESTS_INIT, consts)
+        return Instance(instruction, files, [f"git init /app/{proj}"], TESTS_INIT, consts, shape="git init DIRECTORY")
     author = rng.choice(PEOPLE)
     email = f"{author}@{rng.choice(WORDS)}.example"
     message = f"{rng.choice(('Add', 'Import', 'Start', 'Track'))} {rng.choice(WORDS)} {rng.choice(('files', 'sources', 'project'))}"

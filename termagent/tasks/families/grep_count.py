@@ -62,7 +62,8 @@ def build(rng, difficulty):
         if difficulty == "easy":
             instruction = f"Count the lines of `/app/{f}` that contain `{kw}` and write the number to `/app/{out}`."
             solve = [f"grep -c {kw} /app/{f} > /app/{out}"]
-            return Instance(instruction, files, solve, TESTS_COUNT, {"OUT": f"/app/{out}", "EXPECTED": len(matching)})
+            return Instance(instruction, files, solve, TESTS_COUNT, {"OUT": f"/app/{out}", "EXPECTED": len(matching)},
+                            shape="grep -c WORD FILE > OUTPUT")
         instruction = (f"Write the lines of `/app/{f}` that contain `{kw}`, sorted and without duplicates, "
                        f"to `/app/{out}`.")
         solve = [f"grep {kw} /app/{f} | sort -u > /app/{out}", f"cat /app/{out}"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from termagent.tasks.families import FAMILIES, generate, instance_rng
+from termagent.tasks.families.base import DEFAULT_RUNG_WEIGHTS, RUNGS
 
 
 @dataclass
@@ -25,6 +26,8 @@ class GenerateConfig:
     families: list[str] = field(default_factory=list)
     instances: int = 24  # per family: enough held-out instances and training variety on 2 cores
     seed: int = 0  # instance (seed, family, index) -> bytes; change it to draw a new set
+    # rung -> weight of the mix each instance's rung is drawn from (base.RUNGS; an absent rung: weight 0)
+    rung_weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_RUNG_WEIGHTS))
 
     def __post_init__(self) -> None:
         if self.instances < 1:
@@ -32,6 +35,14 @@ class GenerateConfig:
         unknown = [f for f in self.families if f not in FAMILIES]
         if unknown:
             raise ValueError(f"generate.families: unknown {unknown}; known: {', '.join(FAMILIES)}")
+        bad = sorted(set(self.rung_weights) - set(RUNGS))
+        if bad:
+            raise ValueError(f"generate.rung_weights: unknown rung(s) {bad}; known: {', '.join(RUNGS)}")
+        for rung, weight in self.rung_weights.items():
+            if not isinstance(weight, int | float) or isinstance(weight, bool) or not weight >= 0:
+                raise ValueError(f"generate.rung_weights.{rung}: a weight must be a number >= 0, got {weight!r}")
+        if not sum(self.rung_weights.values()) > 0:
+            raise ValueError(f"generate.rung_weights: at least one weight must be > 0, got {self.rung_weights}")
 
     @property
     def family_names(self) -> list[str]:
@@ -48,14 +59,15 @@ def generate_all(cfg: GenerateConfig, out: str | Path, progress: bool = True) ->
     counts: Counter = Counter()
     jobs = [(f, i) for f in cfg.family_names for i in range(cfg.instances)]
     for family, index in tqdm(jobs, desc="generate", disable=not progress, unit="task"):
-        task_dir = generate(family, instance_rng(cfg.seed, family, index), index, tmp)
-        difficulty = next(line for line in (task_dir / "task.toml").read_text().splitlines()
-                          if line.startswith("difficulty")).split('"')[1]
-        counts[(family, difficulty)] += 1
+        task_dir = generate(family, instance_rng(cfg.seed, family, index), index, tmp, weights=cfg.rung_weights)
+        rung = next(line for line in (task_dir / "task.toml").read_text().splitlines()
+                    if line.startswith("rung")).split('"')[1]
+        counts[(family, rung)] += 1
     summary = {
         "families": len(cfg.family_names),
         "instances": len(jobs),
-        "by_family": {f: {d: counts[(f, d)] for d in ("easy", "medium", "hard")} for f in cfg.family_names},
+        "by_family": {f: {r: counts[(f, r)] for r in RUNGS} for f in cfg.family_names},
+        "rung_weights": {r: cfg.rung_weights.get(r, 0.0) for r in RUNGS},
         "seed": cfg.seed,
     }
     (tmp / "generated.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")

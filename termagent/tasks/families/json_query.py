@@ -36,7 +36,8 @@ def build(rng, difficulty):
         files = {f: json.dumps(obj, indent=2) + "\n"}
         instruction = f"Write the value of the field `{key}` of `/app/{f}` to `/app/{out}`."
         solve = [f"jq -r .{key} /app/{f} > /app/{out}"]
-        return Instance(instruction, files, solve, TESTS_VALUE, {"OUT": f"/app/{out}", "EXPECTED": str(obj[key])})
+        return Instance(instruction, files, solve, TESTS_VALUE, {"OUT": f"/app/{out}", "EXPECTED": str(obj[key])},
+                        shape="jq -r .FIELD FILE > OUTPUT")
     num = rng.choice(("amount", "weight", "price", "score", "count"))
     rows = records(rng, rng.randint(6, 14), num)
     if difficulty == "medium":

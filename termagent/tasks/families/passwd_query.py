@@ -38,6 +38,7 @@ def build(rng, difficulty):
         instruction = f"Write the login shell of the user `{r[0]}` in `/app/{path}` to `/app/{out}`."
         solve = [f"grep '^{r[0]}:' /app/{path} | cut -d: -f7 > /app/{out}"]
         consts["EXPECTED"] = [r[5]]
+        shape = "grep '^USER:' FILE | cut -d: -f7 > OUTPUT"
     elif difficulty == "medium":
         n = rng.choice((500, 1000, 1200, 1500))
         instruction = (f"Write the names of the users in `/app/{path}` whose UID is at least {n}, one per line, in "
@@ -51,4 +52,4 @@ def build(rng, difficulty):
                  f"cut -d: -f7 /app/{path} | sort | uniq -c | sort -rn | awk '{{print $2, $1}}' > /app/{out}",
                  f"cat /app/{out}"]
         consts["EXPECTED"] = [f"{s} {c}" for s, c in sorted(counts.items(), key=lambda kv: -kv[1])]
-    return Instance(instruction, files, solve, TESTS, consts)
+    return Instance(instruction, files, solve, TESTS, consts, shape=shape if difficulty == "easy" else "")

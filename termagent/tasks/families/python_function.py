@@ -55,7 +55,7 @@ def build(rng, difficulty):
         files = {mod: program, data: "\n".join(map(str, nums)) + "\n"}
         instruction = f"Run the Python program `/app/{mod}` on `/app/{data}` and write what it prints to `/app/{out}`."
         return Instance(instruction, files, [f"python3 /app/{mod} /app/{data} > /app/{out}"], TESTS_OUT,
-                        {"OUT": f"/app/{out}", "EXPECTED": str(fn(nums))})
+                        {"OUT": f"/app/{out}", "EXPECTED": str(fn(nums))}, shape="python3 PROGRAM DATA > OUTPUT")
     op = rng.choice(sorted(OPS))
     words_, fn = OPS[op]
     func = f"{rng.choice(WORDS)}_{rng.choice(('value', 'calc', 'combine', 'apply'))}"

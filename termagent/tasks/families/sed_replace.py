@@ -41,7 +41,8 @@ def build(rng, difficulty):
         instruction = f"Replace every occurrence of `{old}` with `{new}` in `/app/{f}`."
         solve = [f"sed -i 's/{old}/{new}/g' /app/{f}"]
         expected = {f"/app/{f}": files[f].replace(old, new)}
-        return Instance(instruction, files, solve, TESTS, {"EXPECTED": expected}, untouched=[])
+        return Instance(instruction, files, solve, TESTS, {"EXPECTED": expected}, untouched=[],
+                        shape="sed -i 's/OLD/NEW/g' FILE")
     if difficulty == "medium":
         d = rng.choice(WORDS)
         ext, other = rng.sample(EXTS, 2)

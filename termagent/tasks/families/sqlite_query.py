@@ -42,7 +42,7 @@ def build(rng, difficulty):
     load = f"sqlite3 /app/{db} < /app/{script}"
     if difficulty == "easy":
         instruction = f"Create the SQLite database `/app/{db}` by running the SQL script `/app/{script}`."
-        return Instance(instruction, files, [load], TESTS_DB, consts)
+        return Instance(instruction, files, [load], TESTS_DB, consts, shape="sqlite3 DATABASE < SCRIPT")
     if difficulty == "medium":
         city = rng.choice([r[2] for r in rows])
         instruction = (f"Create the SQLite database `/app/{db}` from the SQL script `/app/{script}`, then write the "

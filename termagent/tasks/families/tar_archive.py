@@ -55,7 +55,8 @@ def build(rng, difficulty):
                        f"(paths inside the archive start with `{d}/`).")
         solve = [f"tar -czf /app/{arch}.tar.gz -C /app {d}"]
         return Instance(instruction, files, solve, TESTS_CREATE,
-                        {"ARCHIVE": f"/app/{arch}.tar.gz", "MEMBERS": {p: sha256(t) for p, t in members.items()}})
+                        {"ARCHIVE": f"/app/{arch}.tar.gz", "MEMBERS": {p: sha256(t) for p, t in members.items()}},
+                        shape="tar -czf ARCHIVE -C /app DIRECTORY")
     if difficulty == "medium":
         dest = rng.choice([w for w in WORDS if w != d])
         files = {f"{arch}.tar.gz": make_tar(members)}
