@@ -19,6 +19,8 @@ IR_DIR is the `export_openvino` stage's output (models/base_openvino, optimum-cl
   (base speed). RL's live adapter (`set_adapter(state_dict)`, the trainer's LoRA after each optimizer step) goes in
   as runtime LoRA from in-memory safetensors bytes (`adapter_mode=runtime`, no rebuild) or a fused rebuild
   (`adapter_mode=fuse`); scripts/bench_engine.py measures both.
+- logit_temperature=T (RL): the engine runs an IR whose logits are divided by T (`temperature_ir`), so a call at
+  temperature T samples the same distribution and its logprobs are log softmax(logits / T), TRL's quantity.
 - Precision: `auto` leaves OpenVINO's default (bf16 compute on a CPU with bf16/AMX instructions, detected), `f32`
   computes in fp32 (greedy rows equal to torch fp32; slower).
 """
@@ -92,6 +94,32 @@ def adapter_from_state_dict(state_dict: dict):
     return ov_genai.Adapter(ov.Tensor(np.frombuffer(blob, dtype=np.uint8).copy()))
 
 
+def temperature_ir(ir_dir: Path, temperature: float) -> Path:
+    """A copy of the IR whose logits are divided by `temperature` (a Multiply before the `logits` output; the weights
+    are saved again, the other files linked), in a temporary directory: sampled at temperature 1, the engine draws
+    from softmax(logits / T) and its (raw) logprobs are log softmax(logits / T), the quantity TRL recomputes."""
+    import os
+    import tempfile
+
+    import numpy as np
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    out = Path(tempfile.mkdtemp(prefix=f"termagent-ir-t{temperature:g}-"))
+    for f in ir_dir.iterdir():
+        if not f.name.startswith("openvino_model."):
+            os.symlink(f.resolve(), out / f.name)
+    model = ov.Core().read_model(str(ir_dir / "openvino_model.xml"))
+    result = next(r for r in model.get_results() if "logits" in r.input_value(0).get_names())
+    logits = result.input_value(0)
+    scaled = ops.multiply(logits, ops.constant(np.array(1.0 / temperature, dtype=np.float32)))
+    result.input(0).replace_source_output(scaled.output(0))
+    logits.set_names(set())
+    scaled.output(0).set_names({"logits"})
+    ov.save_model(model, str(out / "openvino_model.xml"), compress_to_fp16=False)
+    return out
+
+
 def _peft_key(key: str) -> str:
     """`get_peft_model_state_dict` keys carry no adapter name; a raw `state_dict()` has `.default.`: drop it."""
     return key.replace(".lora_A.default.", ".lora_A.").replace(".lora_B.default.", ".lora_B.")
@@ -128,6 +156,7 @@ class OpenVINOPolicy(Policy):
         prefix_caching: bool = True,
         adapter_mode: str = "runtime",
         threads: int = 0,
+        logit_temperature: float = 1.0,
     ):
         import openvino_genai as ov_genai
         from transformers import AutoTokenizer, GenerationConfig
@@ -158,6 +187,11 @@ class OpenVINOPolicy(Policy):
         self.eos_ids = sorted({*eos, self.tokenizer.eos_token_id} - {None})
 
         self.kv_cache_gb, self.prefix_caching = kv_cache_gb, bool(prefix_caching)
+        if logit_temperature <= 0:
+            raise PolicyError(f"openvino policy: logit_temperature must be > 0, got {logit_temperature}")
+        self.logit_temperature = float(logit_temperature)
+        self._model_dir = self.ir_dir if self.logit_temperature == 1.0 else temperature_ir(self.ir_dir,
+                                                                                           self.logit_temperature)
         self._properties: dict = {}
         if PRECISIONS[precision]:
             self._properties["INFERENCE_PRECISION_HINT"] = PRECISIONS[precision]
@@ -199,7 +233,7 @@ class OpenVINOPolicy(Policy):
         properties = dict(self._properties)
         if adapters is not None:
             properties["adapters"] = adapters
-        return ov_genai.ContinuousBatchingPipeline(str(self.ir_dir), scheduler, "CPU", properties)
+        return ov_genai.ContinuousBatchingPipeline(str(self._model_dir), scheduler, "CPU", properties)
 
     # -- tokens ----------------------------------------------------------------------------------------
     def prompt_ids(self, messages: list[dict]) -> list[int]:
@@ -289,8 +323,9 @@ class OpenVINOPolicy(Policy):
         config.ignore_eos = False
         config.logprobs = 1  # the sampled token's logprob
         config.do_sample = temperature > 0
-        if config.do_sample:
-            config.temperature, config.top_p, config.top_k = float(temperature), float(top_p), int(self.top_k)
+        if config.do_sample:  # the IR's logits are already divided by logit_temperature
+            config.temperature = float(temperature) / self.logit_temperature
+            config.top_p, config.top_k = float(top_p), int(self.top_k)
         config.rng_seed = int(seed) & 0x7FFFFFFF
         return config
 
@@ -325,10 +360,10 @@ class OpenVINOPolicy(Policy):
             raise PolicyError(f"openvino policy: expected one output per request, got {len(outputs)}")
         out = outputs[0]
         ids = list(out.generated_ids)
-        # OpenVINO's logprobs are raw: log softmax of the logits before temperature (checked against torch). That is
-        # the policy's quantity (log softmax(logits / T)) only at T = 1 and greedy; at another temperature none is
-        # reported rather than a wrong one (TRL's importance ratio then treats those tokens as on-policy).
-        raw_is_processed = temperature <= 0 or temperature == 1.0
+        # OpenVINO's logprobs are raw: log softmax of the model's logits before temperature (checked against torch).
+        # That is the policy's quantity, log softmax(logits / T), only where the IR's own scaling is T (greedy: 1);
+        # elsewhere none is reported rather than a wrong one (TRL's importance ratio then treats them as on-policy).
+        raw_is_processed = abs((temperature if temperature > 0 else 1.0) - self.logit_temperature) < 1e-6
         logprobs = (list(out.generated_log_probs)
                     if raw_is_processed and len(out.generated_log_probs) == len(ids) else None)
         stopped = bool(ids) and ids[-1] in self.eos_ids
@@ -346,4 +381,8 @@ class OpenVINOPolicy(Policy):
             self._wake.notify_all()
         self._worker.join()
         self._pipe = None
+        if self._model_dir != self.ir_dir:
+            import shutil
+
+            shutil.rmtree(self._model_dir, ignore_errors=True)
 

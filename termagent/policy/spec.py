@@ -61,6 +61,7 @@ class OpenVINOSpec:
     prefix_caching: bool = True
     adapter_mode: str = "runtime"
     threads: int = 0
+    logit_temperature: float = 1.0
 
     def build(self) -> Policy:
         from termagent.policy.openvino import OpenVINOPolicy
