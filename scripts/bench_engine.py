@@ -19,7 +19,6 @@ Writes --out (JSON). A benchmark, not a test: nothing asserts on times. Prints p
 
 from __future__ import annotations
 
-import json
 import platform
 import statistics
 import sys
@@ -31,11 +30,11 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from termagent import atomic  # noqa: E402
-from termagent.policy import HFSpec, OpenVINOSpec, make_policy  # noqa: E402
-from termagent.policy.hf import HFPolicy  # noqa: E402
-from termagent.policy.openvino import ir_dir_for, lora_scale  # noqa: E402
-from termagent.precision import cpu_bf16_flags  # noqa: E402
+from termagent import atomic
+from termagent.policy import HFSpec, OpenVINOSpec, make_policy
+from termagent.policy.hf import HFPolicy
+from termagent.policy.openvino import ir_dir_for, lora_scale
+from termagent.precision import cpu_bf16_flags
 
 SCREEN = "root@sandbox:/app#"
 LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
@@ -202,7 +201,7 @@ def main(model_dir: Path, ir_dir: Path | None, tasks_index: Path, rows: int, new
             if name == "project":
                 gens, seconds = timed(lambda: live.generate_ids(prompts, max_tokens=new_tokens, temperature=temperature))
             else:
-                _, setup = timed(lambda n=name: rl_engines[n].set_adapter(state, scale))
+                _, setup = timed(lambda n=name, s=state: rl_engines[n].set_adapter(s, scale))
                 set_s[name].append(setup)
                 gens, seconds = timed(lambda n=name: rl_engines[n].generate_ids(prompts, max_tokens=new_tokens,
                                                                                 temperature=temperature))
