@@ -59,6 +59,15 @@ def eval_messages(rows: int, tasks_index: Path) -> list[list[dict]]:
     return [protocol.initial_messages(t.instruction, SCREEN) for t in tasks]
 
 
+def openvino_cpu() -> dict:
+    """What OpenVINO detected on this CPU: its capabilities and the compute precision `auto` runs at."""
+    import openvino as ov
+
+    core = ov.Core()
+    return {"openvino_capabilities": list(core.get_property("CPU", "OPTIMIZATION_CAPABILITIES")),
+            "openvino_default_precision": str(core.get_property("CPU", "INFERENCE_PRECISION_HINT"))}
+
+
 def timed(fn):
     start = time.perf_counter()
     out = fn()
@@ -125,7 +134,8 @@ def main(model_dir: Path, ir_dir: Path | None, tasks_index: Path, rows: int, new
         "model": str(model_dir), "ir": str(ir_dir), "rows": rows, "new_tokens": new_tokens, "rounds": rounds,
         "temperature": temperature, "lora_r": lora_r, "host": {"cpu_bf16_flags": cpu_bf16_flags(),
                                                                "machine": platform.machine(),
-                                                               "torch_threads": torch.get_num_threads()},
+                                                               "torch_threads": torch.get_num_threads(),
+                                                               **openvino_cpu()},
         "prompt_tokens": [len(p) for p in prompts], "prompt_ids_equal_apply_chat_template": prompts == templated}
     log(f"{rows} prompts of {min(map(len, prompts))}-{max(map(len, prompts))} tokens; bf16 flags {cpu_bf16_flags()}")
 
