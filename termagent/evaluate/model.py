@@ -7,8 +7,9 @@
 
 eval.backend local: the tasks of the split groups `cfg.split` (each capped by `cfg.max_per_split`, spread
 over families) x `cfg.attempts` through the sandbox with the
-TerminusAgent; the policy is models/base (+ models/<model> when that is an adapter), in-process
-(`policy: hf`) or behind `termagent serve` (`policy: serve`). harbor | tb1: serve the model and run the
+TerminusAgent; the policy is models/base (+ models/<model> when that is an adapter), in-process on the OpenVINO
+engine (`policy: openvino`, models/base_openvino) or transformers (`policy: hf`), or behind `termagent serve`
+(`policy: serve`). harbor | tb1: serve the model and run the
 official harness (Python >= 3.12, internet). Writes metrics_path and out_dir (trajectories, index.json,
 index.html); the metrics carry `by_split`, the same fields per split group. Returns the metrics.
 A model stage that trained nothing (the warmup with `warmup.enabled: false`: models/warmup holds only
@@ -32,8 +33,10 @@ from termagent.models.artifact import ModelArtifact
 
 
 def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_index: Path, image_record: Path,
-                   out_dir: Path, metrics_path: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """`agent`: AgentConfig; `sandbox`: SandboxParams (the runner's knobs); `serve`: ServeConfig."""
+                   out_dir: Path, metrics_path: Path, log: Callable[[str], None] = print,
+                   engine=None) -> dict[str, Any]:
+    """`agent`: AgentConfig; `sandbox`: SandboxParams (the runner's knobs); `serve`: ServeConfig; `engine`:
+    EngineConfig (termagent.policy.openvino; its defaults when None), for `policy: openvino`."""
     artifact = ModelArtifact.open(model)  # the one read of models/<model>
     if (skip := artifact.not_evaluated()) is not None:
         reason, start = skip
@@ -46,7 +49,7 @@ def evaluate_model(model: str, cfg: EvalConfig, *, agent, sandbox, serve, tasks_
 
         cfg = replace(cfg, split=groups_for(cfg, model))
         return _evaluate_local(artifact, cfg, agent, sandbox, serve, tasks_index, image_record, out_dir,
-                               metrics_path, log)
+                               metrics_path, log, engine)
     return _evaluate_official(artifact, cfg, serve, out_dir, metrics_path)
 
 
@@ -66,11 +69,13 @@ def write_not_evaluated(model: str, start: dict, *, reason: str, out_dir: Path, 
 
 
 def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg,
-                    tasks_index: Path, image_record: Path, out_dir: Path, metrics_path: Path, log) -> dict[str, Any]:
+                    tasks_index: Path, image_record: Path, out_dir: Path, metrics_path: Path, log,
+                    engine=None) -> dict[str, Any]:
     from termagent.agent import TerminusAgent
     from termagent.evaluate.splits import metrics_by_split, select_held_out
-    from termagent.policy import HFSpec, OpenAISpec, make_policy
-    from termagent.policy.shared import shared_policy
+    from termagent.policy import OpenAISpec, make_policy
+    from termagent.policy.openvino import EngineConfig
+    from termagent.policy.shared import in_process_policy
     from termagent.sandbox import Sandbox
     from termagent.serve import sampling_defaults, serving
     from termagent.tasks.index import read_index, tasks_in_split
@@ -92,8 +97,8 @@ def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox
             # The served model's own tokenizer counts the context (never a guess).
             policy = make_policy(OpenAISpec(url=url, tokenizer=base))
         else:
-            spec = HFSpec(model_dir=base, adapter=adapter, prefix_cache=cfg.prefix_cache)
-            policy = shared_policy(make_policy(spec), cfg.concurrency, batched=cfg.batched)
+            policy = in_process_policy(base, adapter, policy=cfg.policy, engine=engine or EngineConfig(),
+                                       concurrency=cfg.concurrency, batched=cfg.batched, prefix_cache=cfg.prefix_cache)
         stack.callback(policy.close)
         agent = TerminusAgent(policy, agent_cfg)
         log(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")

@@ -3,6 +3,20 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
+
+
+def in_process_policy(base: Path, adapter: Path | None, *, policy: str, engine, concurrency: int, batched: bool,
+                      prefix_cache: int):
+    """The in-process policy of an eval or sample stage, shared by `concurrency` trials: `policy` openvino, the
+    OpenVINO engine on base's IR (it batches concurrent calls by itself; `engine`: EngineConfig); hf, transformers
+    (+ BatchingPolicy, per-episode KV caches: `batched`, `prefix_cache`)."""
+    from termagent.policy.spec import HFSpec, make_policy
+
+    if policy == "openvino":
+        return make_policy(engine.spec(base, adapter, max_batch=max(concurrency, 1)))
+    spec = HFSpec(model_dir=base, adapter=adapter, prefix_cache=prefix_cache)
+    return shared_policy(make_policy(spec), concurrency, batched=batched)
 
 
 def shared_policy(policy, concurrency: int, *, batched: bool = False):

@@ -3,6 +3,7 @@ factory. Code builds a spec directly (the eval: `HFSpec(model_dir=base, adapter=
 a command line's string is parsed once, at the edge, into the same dataclass:
 
     make_policy("hf:DIR[,adapter=DIR][,context_limit=N][,device=cpu][,max_batch=8][,prefix_cache=16]")
+    make_policy("openvino:IR_DIR[,tokenizer=DIR][,adapter=DIR][,precision=auto|f32][,kv_cache_gb=2]")
     make_policy("openai:URL[,model=NAME][,tokenizer=DIR][,context_limit=N]...")
     make_policy("replay:FILE")
 
@@ -45,6 +46,30 @@ class HFSpec:
 
 
 @dataclass(frozen=True)
+class OpenVINOSpec:
+    """OpenVINO GenAI's continuous-batching engine on an exported IR: termagent.policy.openvino.OpenVINOPolicy."""
+
+    ir_dir: Path
+    tokenizer: Path | None = None
+    adapter: Path | None = None
+    context_limit: int | None = None
+    max_batch: int = 8
+    top_k: int = 0
+    name: str | None = None
+    precision: str = "auto"
+    kv_cache_gb: float = 2.0
+    prefix_caching: bool = True
+    adapter_mode: str = "runtime"
+    threads: int = 0
+    logit_temperature: float = 1.0
+
+    def build(self) -> Policy:
+        from termagent.policy.openvino import OpenVINOPolicy
+
+        return OpenVINOPolicy(**_fields(self))
+
+
+@dataclass(frozen=True)
 class OpenAISpec:
     """An OpenAI-compatible server: termagent.policy.openai_compat.OpenAIPolicy."""
 
@@ -77,8 +102,8 @@ class ReplaySpec:
         return ReplayPolicy(**_fields(self))
 
 
-PolicySpec = HFSpec | OpenAISpec | ReplaySpec
-KINDS: dict[str, type] = {"hf": HFSpec, "openai": OpenAISpec, "replay": ReplaySpec}
+PolicySpec = HFSpec | OpenVINOSpec | OpenAISpec | ReplaySpec
+KINDS: dict[str, type] = {"hf": HFSpec, "openvino": OpenVINOSpec, "openai": OpenAISpec, "replay": ReplaySpec}
 
 
 def parse_spec(text: str) -> PolicySpec:
@@ -127,11 +152,15 @@ def _typed(cls: type, values: dict, *, where: str, whole: bool = True):
 
 
 def _convert(value, hint, *, where: str):
-    """One value to its field's type (int, float, Path or str; `X | None` takes X)."""
+    """One value to its field's type (int, float, bool, Path or str; `X | None` takes X)."""
     if isinstance(hint, types.UnionType):
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
     if isinstance(value, hint) and not (hint is int and isinstance(value, bool)):
         return value
+    if hint is bool and str(value).lower() in ("true", "false", "1", "0"):
+        return str(value).lower() in ("true", "1")
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     try:
         if hint is Path:
             return Path(value)

@@ -434,11 +434,12 @@ def fill_rows(rows: list[dict], prompts_per_step: int) -> list[dict]:
 
 
 def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_config, extra_fingerprint: dict
-               | None = None, progress: bool = True) -> dict[str, Any]:
+               | None = None, progress: bool = True, engine=None) -> dict[str, Any]:
     """Train, save the adapter to `paths.out`, write metrics; returns the summary (metrics/grpo/train.json).
 
     `tasks`: the train split (already loaded); `sandbox`: a Sandbox for the task containers;
-    `env_config`: the single-turn environment's EnvConfig (terminal from the agent section)."""
+    `env_config`: the single-turn environment's EnvConfig (terminal from the agent section); `engine`: EngineConfig,
+    whose `rl` generates on the OpenVINO engine (termagent.train.engine_rollouts)."""
     from datasets import Dataset
 
     from termagent.models.artifact import resolve_start
@@ -503,12 +504,17 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
         before = adapter_state(trainer.model)
     if resume is not None:  # the rolling mean continues over the steps kept from the first try
         trainer._rewards.extend(s["reward_mean"] for s in iter_jsonl(paths.rollouts_dir / "steps.jsonl"))
+    from termagent.train.engine_rollouts import engine_for
+
+    engine_policy = engine_for(trainer, engine, base_dir)
     try:
         with timer.phase("train"):
             trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     finally:
         env.close()
         run_log.close()
+        if engine_policy is not None:
+            engine_policy.close()
     if trainer.state.global_step == 0:
         raise RuntimeError(f"grpo: TRL ran no optimizer step over {len(dataset)} prompts (grpo.max_steps="
                            f"{c.max_steps}); no adapter is written")

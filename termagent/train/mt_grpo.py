@@ -597,8 +597,9 @@ def check_memory(params: MTGRPOParams, model_dir: str | Path) -> None:
 
 def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list, *, model_dir: str | Path,
                   start_adapter: str | Path | None, out_dir: str | Path, rollouts_dir: str | Path,
-                  metrics_dir: str | Path) -> dict:
-    """Train, save models/mt_grpo (PEFT adapter + tokenizer), write metrics/<stage>/train.json. Returns it."""
+                  metrics_dir: str | Path, engine=None) -> dict:
+    """Train, save models/mt_grpo (PEFT adapter + tokenizer), write metrics/<stage>/train.json. Returns it.
+    `engine`: EngineConfig, whose `rl` generates on the OpenVINO engine (termagent.train.engine_rollouts)."""
     import json
     import shutil
     import tempfile
@@ -612,10 +613,14 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     for name in ("rollouts.jsonl", "steps.jsonl"):  # a rerun of the stage starts its logs afresh
         (rollouts_dir / name).unlink(missing_ok=True)
     work = Path(tempfile.mkdtemp(prefix="mt_grpo-"))
+    engine_policy = None
     try:
         with timer.phase("setup"):
             trainer = build_trainer(params, agent, sandbox, tasks, model_dir=model_dir, start_adapter=start_adapter,
                                     work_dir=work, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir)
+            from termagent.train.engine_rollouts import engine_for
+
+            engine_policy = engine_for(trainer, engine, model_dir)
         with timer.phase("train"):
             result = trainer.train()
         with timer.phase("save"):
@@ -624,6 +629,8 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
                                    "steps": trainer.state.global_step})
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if engine_policy is not None:
+            engine_policy.close()
     history = [h for h in trainer.state.log_history if "loss" in h]
     steps = [json.loads(line) for line in (rollouts_dir / "steps.jsonl").read_text().splitlines() if line.strip()]
     metrics = {"steps": trainer.state.global_step, "train_loss": result.training_loss,

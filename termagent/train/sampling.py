@@ -166,13 +166,13 @@ def screened_episodes(tasks: list, params: SampleParams, run, log=print, pool: l
 
 def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_params, temperature: float,
                   tasks: list, families: dict[str, str | None], image: str, out_dir: Path,
-                  pool: list = (), log=print) -> dict[str, Any]:
+                  pool: list = (), log=print, engine=None) -> dict[str, Any]:
     """Run the episodes, write out_dir/rates.json and rollouts.jsonl; return rates.json's content."""
     from termagent.agent import TerminusAgent
     from termagent.evaluate.trajectories import run_local_eval
     from termagent.models.artifact import ModelArtifact
-    from termagent.policy import HFSpec, make_policy
-    from termagent.policy.shared import shared_policy
+    from termagent.policy.openvino import EngineConfig
+    from termagent.policy.shared import in_process_policy
     from termagent.sandbox import Sandbox
 
     if not tasks:
@@ -186,8 +186,9 @@ def sample_policy(model: str, params: SampleParams, *, agent, eval_cfg, sandbox_
     seed_everything(params.seed)
     agent_cfg = dataclasses.replace(agent, temperature=temperature, seed=None)
     sandbox = Sandbox(sandbox_params.sandbox_config(image))
-    spec = HFSpec(model_dir=artifact.base, adapter=artifact.adapter, prefix_cache=eval_cfg.prefix_cache)
-    policy = shared_policy(make_policy(spec), params.concurrency, batched=eval_cfg.batched)
+    policy = in_process_policy(artifact.base, artifact.adapter, policy=eval_cfg.policy, engine=engine or EngineConfig(),
+                               concurrency=params.concurrency, batched=eval_cfg.batched,
+                               prefix_cache=eval_cfg.prefix_cache)
     try:
         terminus = TerminusAgent(policy, agent_cfg)
         log(f"sample {model}: {len(tasks)} train tasks at temperature {temperature}, up to {params.attempts} "
