@@ -75,7 +75,7 @@ class SFTParams:
     max_examples: int = 0  # 0: all; N: the first N rows after loading (smoke runs)
     # an adapter directory whose manifest lists the conversations it trained on (`trained_examples`): those are
     # left out here, so a stage continuing that adapter trains on what it has not seen (null: keep all)
-    skip_seen_by: str | None = "models/warmup"
+    skip_seen_by: str | None = None
 
     def __post_init__(self):
         if not self.datasets:
