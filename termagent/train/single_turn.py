@@ -60,6 +60,13 @@ class EnvConfig:
     harbor_package: str | None = None
     harbor_version: str | None = "0.25.0"
 
+    @classmethod
+    def from_agent(cls, agent) -> EnvConfig:
+        """The eval agent's terminal and protocol (params `agent`), as GRPO's environment sees them."""
+        return cls(pane_width=agent.pane_width, pane_height=agent.pane_height,
+                   max_observation_bytes=agent.max_observation_bytes, deadline_margin_sec=agent.deadline_margin_sec,
+                   protocol=agent.protocol, harbor_package=agent.harbor_package, harbor_version=agent.harbor_version)
+
 
 @dataclass
 class Outcome:
