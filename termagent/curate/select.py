@@ -181,7 +181,7 @@ def tasks_trained_by(adapter_dirs: list[str | Path]) -> dict[str, str]:
         keys = set(manifest["trained_examples"]) if "trained_examples" in manifest else None
         sources = (manifest.get("params") or {}).get("datasets")
         if not isinstance(sources, list):
-            raise ValueError(f"{path}: no params.datasets: which tasks the stage trained on is unknown")
+            raise ValueError(f"{path}: no params.datasets: which tasks the stage trained on is unknown")  # noqa: TRY004 (bad file)
         for source in sources:
             if not Path(source).is_file():
                 continue  # a Hub dataset: no task of ours

@@ -17,6 +17,7 @@ the same first batch, hence the same threshold.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 
@@ -50,7 +51,7 @@ def balanced_threshold(lengths: Sequence[float]) -> float:
     values = sorted(set(lengths))
     if len(values) == 1:
         return values[0] + 0.5
-    cuts = [(lo + hi) / 2 for lo, hi in zip(values, values[1:])]
+    cuts = [(lo + hi) / 2 for lo, hi in itertools.pairwise(values)]
     return min(cuts, key=lambda t: abs(sum(n < t for n in lengths) / len(lengths) - 0.5))
 
 

@@ -589,9 +589,9 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     list repeated to cover max_steps, rollout_func = MultiTurnRollout. `verdict`: a synthetic verifiable reward
     (termagent.rewards.synthetic) in the verifier's place, and the whole reward: the turn credit keeps only its
     outcome term (the reward-following tests, scripts/bench_learns.py)."""
-    from datasets import Dataset
-
     from dataclasses import replace
+
+    from datasets import Dataset
 
     from termagent.train.common import dvclive_callback, load_model, load_tokenizer, seed_everything
 

@@ -1,8 +1,9 @@
 """Reward-following checks (issue 41, item 1): does the RL code move the policy toward its reward?
 
 T1 (synthetic): two runs from the same start, the same prompts and seed, rewarded by opposite synthetic verdicts
-(termagent.rewards.synthetic: replies shorter / longer than the first batch's median). A trainer that follows
-its reward drives arm "short" up and arm "long" down from ~0.5 each; `separation` judges the last steps.
+(termagent.rewards.synthetic: replies shorter / longer than the first batch's split point). A trainer that follows
+its reward drives the share of short replies up in arm "short" and down in arm "long", from ~0.5 each;
+`separation` judges the last steps.
 T2 (real): one train task the start solves sometimes, its own tests as the reward; `improvement` judges the pass
 rate of the last steps against the first.
 
@@ -33,14 +34,19 @@ def per_step(rollouts: Path) -> dict[str, list[float]]:
             "pass_rate": [round(sum(r >= 1.0 for r in rewards[s]) / len(rewards[s]), 4) for s in steps]}
 
 
-def separation(arm_a: list[float], arm_b: list[float], *, last: int = 3, a_min: float = 0.75,
+def separation(short_rewards: list[float], long_rewards: list[float], *, last: int = 3, a_min: float = 0.75,
                b_max: float = 0.25) -> dict:
-    """T1's verdict: over the last `last` steps arm A's mean reward >= a_min and arm B's <= b_max; `direction`
-    (the CI-sized claim): arm A ends above arm B."""
-    a, b = statistics.fmean(arm_a[-last:]), statistics.fmean(arm_b[-last:])
-    return {"arm_a_last": round(a, 4), "arm_b_last": round(b, 4), "arm_a_first": arm_a[0], "arm_b_first": arm_b[0],
+    """T1's verdict, on one statistic for both arms: the share of replies shorter than the arm's cut. Arm A ("short")
+    earns exactly that share; arm B ("long") earns the share above its cut, i.e. 1 - its short share (the cut lies
+    between observed lengths). Passes when over the last `last` steps A's short share >= a_min and B's <= b_max;
+    `direction` (the CI-sized claim): A's short share ends above B's."""
+    a = statistics.fmean(short_rewards[-last:])
+    b = 1.0 - statistics.fmean(long_rewards[-last:])
+    return {"arm_a_short_share_last": round(a, 4), "arm_b_short_share_last": round(b, 4),
+            "arm_a_short_share_first": short_rewards[0], "arm_b_short_share_first": round(1.0 - long_rewards[0], 4),
             "direction": a > b, "passed": a >= a_min and b <= b_max,
-            "criterion": f"mean over the last {last} steps: arm A >= {a_min} and arm B <= {b_max}"}
+            "criterion": f"share of replies shorter than the cut, mean over the last {last} steps: arm A (rewarded "
+                         f"for short) >= {a_min} and arm B (rewarded for long) <= {b_max}"}
 
 
 def improvement(pass_rate: list[float], *, k: int = 3, min_gain: float = 0.3) -> dict:

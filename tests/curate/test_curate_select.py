@@ -152,7 +152,7 @@ def test_tasks_sft_and_dpo_trained_on_are_left_out(tmp_path, monkeypatch):
     from termagent.train.sft import conversation_key
 
     monkeypatch.chdir(tmp_path)  # manifests name their datasets relative to the repository root
-    conv = lambda t: [{"role": "user", "content": f"do {t}"}, {"role": "assistant", "content": "ok"}]  # noqa: E731
+    conv = lambda t: [{"role": "user", "content": f"do {t}"}, {"role": "assistant", "content": "ok"}]
     Path("data").mkdir()
     Path("data/sft.jsonl").write_text("".join(json.dumps({"conversations": conv(t), "task_id": t}) + "\n"
                                               for t in ("a", "b")))

@@ -1,12 +1,13 @@
 """Reward following on the tiny model (the CI-sized T1 of issue 41; scripts/bench_learns.py runs T1/T2 on SmolLM2):
 GRPO and MT-GRPO, through the stages' own trainers, from the same warm start and seed under two opposite synthetic
-verdicts (replies shorter / longer than the first batch's split point). A trainer that follows its reward ends
-with arm "short" above arm "long"; one with a sign error ends the other way round, and noise-only updates leave
-the two arms where they started. And the signal gate: a batch without outcome signal leaves the adapter
+verdicts (replies shorter / longer than the first batch's split point). A trainer that follows its reward raises
+each arm's own reward, so the share of short replies ends higher in arm "short" than in arm "long"; one with a
+sign error ends the other way round, and noise-only updates leave both arms where they started (0.5). And the signal gate: a batch without outcome signal leaves the adapter
 bit-identical (no optimizer step, Adam's moments untouched)."""
 
 from __future__ import annotations
 
+import os
 import statistics
 
 import pytest
@@ -16,15 +17,18 @@ from termagent.agent import AgentConfig
 from termagent.rewards.synthetic import LengthVerdict, make_verdict
 from termagent.train.grpo import GRPOParams
 from termagent.train.mt_grpo import MTGRPOParams
-from termagent.train.reward_following import run_grpo, run_mt_grpo
+from termagent.train.reward_following import run_grpo, run_mt_grpo, separation
 from termagent.train.single_turn import EnvConfig
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 # Sized on the warm tiny model (tests/grpo/conftest.py): its compact replies vary in length at temperature 1, and
-# a LoRA at this rate moves their length within a few steps. Checked with seeds 0, 1, 2.
+# a LoRA at this rate moves their length within a few steps. CI runs seed 0; the direction was checked with seeds
+# 0, 1 and 2 (TERMAGENT_LEARNS_SEEDS=0,1,2).
 STEPS = 8
 LAST = 3
+MARGIN = 0.2
+SEEDS = [int(s) for s in os.environ.get("TERMAGENT_LEARNS_SEEDS", "0").split(",")]
 
 
 def grpo_config(seed: int, **kw) -> GRPOParams:
@@ -35,11 +39,16 @@ def grpo_config(seed: int, **kw) -> GRPOParams:
                          | kw))
 
 
-def mean_last(rewards: list[float]) -> float:
-    return statistics.fmean(rewards[-LAST:])
+def assert_apart(arms: dict[str, list[float]]) -> None:
+    """Each arm's reward is its own verdict; on the common statistic (the share of short replies, 0.5 in both arms
+    at the balanced start) arm "short" must end at least MARGIN above arm "long" (scripts/bench_learns.py asks for
+    >= 0.75 against <= 0.25 on SmolLM2). Noise-only updates clear the margin about 1 time in 12 (the last 3 steps'
+    24 replies per arm), a sign error never."""
+    verdict = separation(arms["short"], arms["long"], last=LAST)
+    assert verdict["arm_a_short_share_last"] - verdict["arm_b_short_share_last"] >= MARGIN, (verdict, arms)
 
 
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, warm_adapter, tasks, grpo_sandbox):
     arms = {}
     for arm in ("short", "long"):
@@ -48,8 +57,7 @@ def test_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, warm
         arms[arm] = run["per_step"]["reward"]
         assert run["steps"] == STEPS
     print("grpo arms:", arms)  # pytest -s
-    assert mean_last(arms["short"]) > mean_last(arms["long"]), arms
-    assert mean_last(arms["short"]) > arms["short"][0] and mean_last(arms["long"]) < arms["long"][0], arms
+    assert_apart(arms)
 
 
 def mt_params(seed: int, **kw) -> MTGRPOParams:
@@ -59,7 +67,7 @@ def mt_params(seed: int, **kw) -> MTGRPOParams:
                             "max_prompt_length": 4096, "trl": {**MTGRPOParams().trl, "learning_rate": 2e-3}} | kw))
 
 
-@pytest.mark.parametrize("seed", [0])
+@pytest.mark.parametrize("seed", SEEDS)
 def test_mt_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, warm_model_dir, warm_adapter, tasks,
                                                                grpo_sandbox):
     arms = {}
@@ -69,8 +77,7 @@ def test_mt_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, w
         arms[arm] = run["per_step"]["reward"]
         assert run["steps"] == STEPS
     print("mt_grpo arms:", arms)
-    assert mean_last(arms["short"]) > mean_last(arms["long"]), arms
-    assert mean_last(arms["short"]) > arms["short"][0] and mean_last(arms["long"]) < arms["long"][0], arms
+    assert_apart(arms)
 
 
 class ThenNothing(LengthVerdict):
