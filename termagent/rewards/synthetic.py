@@ -23,7 +23,8 @@ from collections.abc import Sequence
 
 class LengthVerdict:
     """1.0 when a length is below (arm "short") or above (arm "long") `threshold`, else 0.0. With `threshold`
-    None the first batch judged sets it (`balanced_threshold`), frozen from then on."""
+    None the first batch judged that holds two different lengths sets it (`balanced_threshold`), frozen from then
+    on; a batch of equal lengths before that earns 0 everywhere (no signal: the signal gate skips its step)."""
 
     ARMS = ("short", "long")
 
@@ -38,6 +39,8 @@ class LengthVerdict:
         if not lengths:
             return []
         if self.threshold is None:
+            if len(set(lengths)) == 1:  # nothing to split (e.g. every reply cut at the token limit): no signal yet
+                return [0.0] * len(lengths)
             self.threshold = balanced_threshold(lengths)
         if self.arm == "short":
             return [float(n < self.threshold) for n in lengths]
@@ -47,10 +50,10 @@ class LengthVerdict:
 def balanced_threshold(lengths: Sequence[float]) -> float:
     """The cut between two adjacent observed values that splits `lengths` closest to half below, half above
     (the median, made tie-proof: replies of a small model often share a length, and a cut at a shared value
-    would leave an arm at 0)."""
+    would leave an arm at 0). Needs two different values."""
     values = sorted(set(lengths))
-    if len(values) == 1:
-        return values[0] + 0.5
+    if len(values) < 2:
+        raise ValueError(f"no cut splits lengths that are all equal ({values})")
     cuts = [(lo + hi) / 2 for lo, hi in itertools.pairwise(values)]
     return min(cuts, key=lambda t: abs(sum(n < t for n in lengths) / len(lengths) - 0.5))
 
