@@ -8,7 +8,6 @@ bit-identical (no optimizer step, Adam's moments untouched)."""
 from __future__ import annotations
 
 import os
-import statistics
 
 import pytest
 from safetensors.torch import load_file
