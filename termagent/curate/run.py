@@ -60,9 +60,9 @@ def run_curation(rollouts: Path | None, tasks_dirs: list[Path], out: Path, judge
     unknown = sorted(set(stats) - set(tasks))
     if unknown:
         warnings.append(f"{len(unknown)} task id(s) in the rollouts are not in the tasks dir: {unknown[:5]}")
+    trained = tasks_trained_by(config.exclude_trained_by, warnings)
     for w in warnings:
         log.warning(w)
-    trained = tasks_trained_by(config.exclude_trained_by)
     result = curate_tasks(tasks, evals, stats, judge, config, measured=rates is not None, trained=trained)
     write_curation(result, out, warnings)
     return {"selected": len(result.selected), "source": str(rates or rollouts), "candidates": len(result.weights), "tasks": len(tasks),

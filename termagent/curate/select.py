@@ -41,7 +41,7 @@ class CurateConfig:
     max_rate: float = 1.0
     # adapter directories (models/sft, models/dpo) whose training tasks are left out: the task ids of the dataset
     # rows their manifest says they trained on (`trained_examples`; every row of its datasets when it lists none)
-    exclude_trained_by: list[str] = field(default_factory=list)
+    exclude_trained_by: list[str] = field(default_factory=lambda: ["models/sft", "models/dpo"])
 
 
 @dataclass
@@ -160,15 +160,20 @@ def curate_tasks(tasks: dict[str, TaskContext], eval_ids: set[str], stats: dict[
     )
 
 
-def tasks_trained_by(adapter_dirs: list[str | Path]) -> dict[str, str]:
+def tasks_trained_by(adapter_dirs: list[str | Path], warnings: list[str] | None = None) -> dict[str, str]:
     """task id -> the stage that trained on it, from each adapter's manifest.json: the rows of the datasets its
     `params.datasets` names whose conversation is in its `trained_examples` (SFT records them), or every row of
     them when the manifest lists none (DPO trains on its pairs); a stage that passed its input through untrained
-    (`skipped`) trained on nothing. Rows are attributed by their `task_id`."""
+    (`skipped`) trained on nothing. Rows are attributed by their `task_id`. A directory that does not exist (curate
+    run outside the pipeline, whose stage lists them as deps) excludes nothing: said in `warnings`."""
     from termagent.train.sft import conversation_key, to_conversation
 
     out: dict[str, str] = {}
     for adapter in adapter_dirs:
+        if not Path(adapter).exists():
+            if warnings is not None:
+                warnings.append(f"curate.exclude_trained_by: {adapter} does not exist; no task excluded for it")
+            continue
         path = Path(adapter) / "manifest.json"
         try:
             manifest = json.loads(path.read_text())

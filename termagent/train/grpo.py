@@ -67,7 +67,7 @@ class GRPOParams:
     num_generations: int = 4  # completions per prompt (the group)
     per_device_train_batch_size: int = 4  # completions per micro-batch
     gradient_accumulation_steps: int = 2  # micro-batches per optimizer step = one generation batch
-    max_steps: int = 5  # optimizer steps
+    max_steps: int = 30  # optimizer steps (a step skipped for want of signal counts: steps.jsonl `skipped`)
     max_prompt_length: int = 1536  # tokens; longer task prompts are left out (never truncated: eval would not)
     max_completion_length: int = 192  # tokens per reply; a reply cut here runs nothing and earns 0
     temperature: float = 0.7  # a 135 M model at 1.0 breaks its JSON or a command too often (the H100 profile: 1.0)
@@ -93,7 +93,7 @@ class GRPOParams:
     # dynamic sampling (DAPO), the screen: a group whose replies all pass or all fail is replaced by a fresh group
     # (of another task when there is one), when that one holds a pass and a fail, for up to this many rounds a
     # step (the budget); 0: such groups stay, with advantage 0
-    max_resamples: int = 1
+    max_resamples: int = 3
     # a step whose batch still has no outcome signal (every advantage 0) takes no optimizer step: the adapter and
     # Adam's moments stay as they were; the step is counted in steps.jsonl `skipped` and train.json `skipped_steps`
     skip_without_signal: bool = True

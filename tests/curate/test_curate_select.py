@@ -172,5 +172,8 @@ def test_tasks_sft_and_dpo_trained_on_are_left_out(tmp_path, monkeypatch):
                           trained=trained)
     assert set(result.selected_ids) == {"b", "d"}
     assert result.decisions["a"] == "dropped:trained on by sft" and result.decisions["c"] == "dropped:trained on by dpo"
+    Path("broken").mkdir()
     with pytest.raises(ValueError, match="manifest"):
-        tasks_trained_by(["nowhere"])
+        tasks_trained_by(["broken"])
+    warnings = []
+    assert tasks_trained_by(["nowhere"], warnings) == {} and "nowhere does not exist" in warnings[0]
