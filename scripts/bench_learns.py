@@ -60,7 +60,7 @@ def one_per_family(tasks: list, n: int) -> list:
     """The first `n` train tasks dealt round-robin over families (by id), so T1's prompts span the suite."""
     by_family: dict[str, list] = {}
     for task in sorted(tasks, key=lambda t: t.id):
-        by_family.setdefault(task.id.rsplit("-", 1)[0], []).append(task)
+        by_family.setdefault(task.metadata.get("family") or task.id, []).append(task)
     dealt = []
     while len(dealt) < n and any(by_family.values()):
         for family in sorted(by_family):
