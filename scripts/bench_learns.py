@@ -12,7 +12,8 @@ T2 (real): one train task whose measured rate (`--rates`, a sample stage's rates
 first 3 is >= 0.3 (each step's draw: GRPO's dynamic-sampling replacements are not counted).
 Every run is the stage's own trainer (train_grpo, train_mt_grpo) under params.yaml's grpo / mt_grpo sections, with
 max_steps = --steps; T1 turns dynamic sampling off (a replacement is chosen for its signal: it would bias the
-arm's reward toward 0.5). Results are written after every run, so an interrupted bench keeps what it measured.
+arm's reward toward 0.5). Results are written after every run, so an interrupted bench keeps what it measured, and
+a run of some --tests adds to an --out file of the same start and steps (run the bench in parts).
 """
 
 from __future__ import annotations
@@ -125,6 +126,10 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
               "learning_rate": {"grpo": grpo.trl["learning_rate"], "mt_grpo": mt.trl["learning_rate"]},
               "t1_tasks": [t.id for t in t1], "t2_task": t2.id if t2 else None, "t2_task_rate": t2_rate,
               "grpo": {}, "mt_grpo": {}, "minutes": {}, "environment": environment()}
+    previous = json.loads(out.read_text()) if out.is_file() else {}
+    if {k: previous.get(k) for k in ("start", "steps")} == {k: result[k] for k in ("start", "steps")}:
+        for key in ("grpo", "mt_grpo", "minutes"):  # a bench run in parts (--tests) adds to the same file
+            result[key] = previous.get(key, {})
 
     def save():
         ran = [v["verdict"]["passed"] for sect in ("grpo", "mt_grpo") for v in result[sect].values()]
