@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= report
 PYTEST_ARGS ?=
 
-.PHONY: openvino-export-venv bench-engine vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template
+.PHONY: openvino-export-venv bench-engine vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template bench-learns
 
 setup:
 	@bash scripts/setup.sh
@@ -45,6 +45,12 @@ bench-external: setup
 
 bench-grpo: setup
 	$(PY) scripts/bench_grpo.py --out metrics/bench_grpo.json
+
+# Does RL follow its reward? T1 (synthetic arms) and T2 (one real task) for GRPO and MT-GRPO on SmolLM2 from
+# models/warmup: make bench-learns [WARMUP=models/warmup] (about 100 minutes on 2 idle cores)
+WARMUP ?= models/warmup
+bench-learns: setup
+	$(PY) scripts/bench_learns.py --base models/base --warmup "$(WARMUP)" --out metrics/bench_learns.json
 
 # One H100/H200: this project's train_sft / train_dpo / GRPO / MT-GRPO trainers at the H100 profile's shapes on a
 # random-init Qwen3-8B-shaped model (no download), against the memory plan; ~5 min on an H200; refuses without CUDA.

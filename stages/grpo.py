@@ -55,10 +55,7 @@ def main(params_file, profile, warmup, tasks_index, rates, image, out, rollouts_
     # Every container of a generation batch starts while the model generates: the warm pool holds them all.
     sandbox_config = dataclasses.replace(sandbox_params.sandbox_config(json.loads(image.read_text())["image"]),
                                          warm_pool=max(sandbox_params.warm_pool, eff.generation_batch_size))
-    env = EnvConfig(pane_width=agent.pane_width, pane_height=agent.pane_height,
-                    max_observation_bytes=agent.max_observation_bytes, deadline_margin_sec=agent.deadline_margin_sec,
-                    protocol=agent.protocol, harbor_package=agent.harbor_package,
-                    harbor_version=agent.harbor_version)
+    env = EnvConfig.from_agent(agent)
     paths = GRPOPaths(warmup=warmup, out=out, rollouts_dir=rollouts_dir, checkpoints=checkpoints,
                       metrics_dir=metrics_dir)
     tasks = tasks_in_split(tasks_index, "train")

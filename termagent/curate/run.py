@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 from termagent.curate.outputs import write_curation
-from termagent.curate.select import CurateConfig, curate_tasks, read_eval_ids
+from termagent.curate.select import CurateConfig, curate_tasks, read_eval_ids, tasks_trained_by
 from termagent.curate.weights import task_stats
 from termagent.judge import load_task_contexts
 from termagent.rollouts import ReadStats
@@ -60,11 +60,13 @@ def run_curation(rollouts: Path | None, tasks_dirs: list[Path], out: Path, judge
     unknown = sorted(set(stats) - set(tasks))
     if unknown:
         warnings.append(f"{len(unknown)} task id(s) in the rollouts are not in the tasks dir: {unknown[:5]}")
+    trained = tasks_trained_by(config.exclude_trained_by, warnings)
     for w in warnings:
         log.warning(w)
-    result = curate_tasks(tasks, evals, stats, judge, config, measured=rates is not None)
+    result = curate_tasks(tasks, evals, stats, judge, config, measured=rates is not None, trained=trained)
     write_curation(result, out, warnings)
     return {"selected": len(result.selected), "source": str(rates or rollouts), "candidates": len(result.weights), "tasks": len(tasks),
             "eval": len(evals), "eval_source": source, "contaminated": len(result.contamination["excluded_train_ids"]),
+            "trained_by_earlier_stages": len(trained),
             "judge": result.judge, "rollouts": read.n_records, "malformed_lines": read.n_malformed,
             "warnings": warnings}

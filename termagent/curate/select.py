@@ -1,6 +1,7 @@
 """Curate the multi-turn RL task list (docs/design.md#curation), in this order:
 
-1. candidates: training tasks (never an eval task) that have rollout statistics;
+1. candidates: training tasks (never an eval task) that have rollout statistics, and that no earlier stage named
+   in `exclude_trained_by` (SFT, DPO) trained on: MT-GRPO would re-measure what they just learned (issue 41);
 2. contamination guard: drop candidates that near-duplicate an eval task;
 3. weighted sample without replacement of `target_size` candidates (weights.py, seeded);
 4. four-dimension analysis of every training task by the judge;
@@ -38,6 +39,9 @@ class CurateConfig:
     # solved gives every group one outcome: no advantage for multi-turn RL)
     min_rate: float = 0.0
     max_rate: float = 1.0
+    # adapter directories (models/sft, models/dpo) whose training tasks are left out: the task ids of the dataset
+    # rows their manifest says they trained on (`trained_examples`; every row of its datasets when it lists none)
+    exclude_trained_by: list[str] = field(default_factory=lambda: ["models/sft", "models/dpo"])
 
 
 @dataclass
@@ -68,8 +72,11 @@ def _passes(a: TaskAnalysis, cfg: CurateConfig) -> str | None:
 
 
 def curate_tasks(tasks: dict[str, TaskContext], eval_ids: set[str], stats: dict[str, TaskStats], judge: Judge,
-                 config: CurateConfig | None = None, *, measured: bool = False) -> CurationResult:
-    """`measured`: `stats` are solve rates (rate_stats): a task outside (min_rate, max_rate) is dropped."""
+                 config: CurateConfig | None = None, *, measured: bool = False,
+                 trained: dict[str, str] | None = None) -> CurationResult:
+    """`measured`: `stats` are solve rates (rate_stats): a task outside (min_rate, max_rate) is dropped.
+    `trained`: task id -> the stage that already trained on it (`tasks_trained_by`): dropped."""
+    trained = trained or {}
     cfg = config or CurateConfig()
     train = [tasks[t] for t in sorted(tasks) if t not in eval_ids]
     evals = [tasks[t] for t in sorted(tasks) if t in eval_ids]
@@ -83,6 +90,8 @@ def curate_tasks(tasks: dict[str, TaskContext], eval_ids: set[str], stats: dict[
         elif tid in contaminated:
             match = next(p for p in report.pairs if p["train_id"] == tid)
             decisions[tid] = f"dropped:near-duplicate of eval task {match['eval_id']} ({match['similarity']:.2f})"
+        elif tid in trained:
+            decisions[tid] = f"dropped:trained on by {trained[tid]}"
         elif tid not in stats:
             decisions[tid] = "dropped:not sampled" if measured else "dropped:no rollouts"
         elif measured and not cfg.min_rate < stats[tid].mean_reward < cfg.max_rate:
@@ -149,6 +158,48 @@ def curate_tasks(tasks: dict[str, TaskContext], eval_ids: set[str], stats: dict[
         skills_before={s: before.get(s, 0) for s in SKILLS}, skills_after={s: after.get(s, 0) for s in SKILLS},
         judge=judge.label, config=asdict(cfg),
     )
+
+
+def tasks_trained_by(adapter_dirs: list[str | Path], warnings: list[str] | None = None) -> dict[str, str]:
+    """task id -> the stage that trained on it, from each adapter's manifest.json: the rows of the datasets its
+    `params.datasets` names whose conversation is in its `trained_examples` (SFT records them), or every row of
+    them when the manifest lists none (DPO trains on its pairs); a stage that passed its input through untrained
+    (`skipped`) trained on nothing. Rows are attributed by their `task_id`. A directory that does not exist (curate
+    run outside the pipeline, whose stage lists them as deps) excludes nothing: said in `warnings`."""
+    from termagent.train.sft import conversation_key, to_conversation
+
+    out: dict[str, str] = {}
+    for adapter in adapter_dirs:
+        if not Path(adapter).exists():
+            if warnings is not None:
+                warnings.append(f"curate.exclude_trained_by: {adapter} does not exist; no task excluded for it")
+            continue
+        path = Path(adapter) / "manifest.json"
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: cannot read the manifest of a stage curate.exclude_trained_by names: {exc}"
+                             ) from None
+        if manifest.get("skipped"):
+            continue
+        stage = manifest.get("stage", str(adapter))
+        keys = set(manifest["trained_examples"]) if "trained_examples" in manifest else None
+        sources = (manifest.get("params") or {}).get("datasets")
+        if not isinstance(sources, list):
+            raise ValueError(f"{path}: no params.datasets: which tasks the stage trained on is unknown")  # noqa: TRY004 (bad file)
+        for source in sources:
+            if not Path(source).is_file():
+                continue  # a Hub dataset: no task of ours
+            for i, line in enumerate(Path(source).read_text().splitlines()):
+                if not line.strip():
+                    continue
+                row = json.loads(line)
+                task_id = row.get("task_id")
+                if task_id is None:
+                    continue
+                if keys is None or conversation_key(to_conversation(row, f"{source}[{i}]")) in keys:
+                    out.setdefault(task_id, stage)
+    return out
 
 
 def read_eval_ids(index_path: str | Path) -> set[str]:

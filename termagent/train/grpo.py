@@ -35,6 +35,7 @@ from termagent.params import trl_knobs
 from termagent.rewards import RewardWeights
 from termagent.rollouts import JsonlAppender, iter_jsonl
 from termagent.train.common import LoraParams, is_main_process
+from termagent.train.signal_gate import SignalGate, make_gate_callback, zero_loss
 from termagent.train.single_turn import Outcome, group_stats, rollout_records, step_record
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class GRPOParams:
     num_generations: int = 4  # completions per prompt (the group)
     per_device_train_batch_size: int = 4  # completions per micro-batch
     gradient_accumulation_steps: int = 2  # micro-batches per optimizer step = one generation batch
-    max_steps: int = 5  # optimizer steps
+    max_steps: int = 30  # optimizer steps (a step skipped for want of signal counts: steps.jsonl `skipped`)
     max_prompt_length: int = 1536  # tokens; longer task prompts are left out (never truncated: eval would not)
     max_completion_length: int = 192  # tokens per reply; a reply cut here runs nothing and earns 0
     temperature: float = 0.7  # a 135 M model at 1.0 breaks its JSON or a command too often (the H100 profile: 1.0)
@@ -75,7 +76,7 @@ class GRPOParams:
     # advantages divided by the group's std; mask_truncated_completions false: a cut-off reply keeps its 0 reward,
     # the model learns to stop; save_steps: the resume point after a crash
     trl: dict[str, Any] = field(default_factory=lambda: {
-        "learning_rate": 1e-4, "lr_scheduler_type": "cosine", "warmup_steps": 0.0, "beta": 0.0, "top_p": 1.0,
+        "learning_rate": 1e-4, "lr_scheduler_type": "constant", "warmup_steps": 0.0, "beta": 0.0, "top_p": 1.0,
         "top_k": 0, "loss_type": "dapo", "scale_rewards": "group", "mask_truncated_completions": False,
         "save_steps": 2, "save_total_limit": 2},
         metadata=trl_knobs("GRPOConfig", GRPO_RESERVED))
@@ -89,10 +90,13 @@ class GRPOParams:
     vllm_enable_sleep_mode: bool = False  # sleep mode reloads weights on every call (RESEARCH §1.6)
     vllm_importance_sampling_mode: str = "token_truncate"  # sequence_mask drops long replies wholesale (#4772)
     rolling_window: int = 20  # steps in the reward's rolling mean ± 1 sigma curve
-    # dynamic sampling (DAPO): a group whose replies all pass or all fail is replaced by a fresh group of another
-    # task, when that one holds a pass and a fail, for up to this many rounds a step; 0: such groups stay, with
-    # advantage 0
-    max_resamples: int = 1
+    # dynamic sampling (DAPO), the screen: a group whose replies all pass or all fail is replaced by a fresh group
+    # (of another task when there is one), when that one holds a pass and a fail, for up to this many rounds a
+    # step (the budget); 0: such groups stay, with advantage 0
+    max_resamples: int = 3
+    # a step whose batch still has no outcome signal (every advantage 0) takes no optimizer step: the adapter and
+    # Adam's moments stay as they were; the step is counted in steps.jsonl `skipped` and train.json `skipped_steps`
+    skip_without_signal: bool = True
     # with measured solve rates (stages/grpo.py --rates): train on the tasks whose rate lies strictly between
     # these; a task never or always solved gives groups of one outcome
     min_rate: float = 0.0
@@ -143,20 +147,30 @@ def make_trainer_class():
         time per phase measured, the reward's rolling mean ± 1 sigma logged next to TRL's metrics."""
 
         def __init__(self, *args, env, run_log: RunLog, rolling_window: int = 20, resample_pool=(),
-                     max_resamples: int = 0, **kwargs):
+                     max_resamples: int = 0, skip_without_signal: bool = True, **kwargs):
             super().__init__(*args, **kwargs)
             self.env = env
             self.run_log = run_log
             self.resample_pool = list(resample_pool)  # dataset rows a group without signal may be replaced by
             self.max_resamples = max_resamples
             self._rewards = deque(maxlen=rolling_window)
+            self.gate = SignalGate(skip_without_signal, beta=self.beta)  # termagent/train/signal_gate.py
+            self.add_callback(make_gate_callback(self.gate))
             self.add_callback(_StepEnd(self))
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if self.gate.skip_loss():  # a batch without signal: its loss and gradient are 0 (beta 0)
+                return zero_loss(model)
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
         def _generate_and_score_completions(self, inputs):
             """One generation batch, scored; then DAPO's dynamic sampling: a group whose replies all pass or all
             fail (no advantage, no gradient) is replaced by a fresh group of a task not in the batch, when that
             group holds a pass and a fail, for up to `max_resamples` rounds. Every generated group is logged to
-            rollouts.jsonl (`resample` = its round); the step record describes the batch that trained."""
+            rollouts.jsonl (`resample` = its round); the step record describes the batch that trained. The
+            batch's tasks are preferred for replacements when the pool holds others; with one task (a screened
+            single task) a fresh group of the same task is drawn. A batch still without signal when the rounds
+            run out trains nothing: the signal gate skips its optimizer step (counted as skipped)."""
             step = self.state.global_step
             t0 = time.monotonic()
             self.run_log.timing["generate"] = 0.0
@@ -167,7 +181,7 @@ def make_trainer_class():
             for round_ in range(1, self.max_resamples + 1):
                 dead = [k for k in range(len(outcomes) // g) if not has_signal(outcomes[k * g:(k + 1) * g])]
                 used = {x["task_id"] for x in inputs}
-                pool = [row for row in self.resample_pool if row["task_id"] not in used]
+                pool = [row for row in self.resample_pool if row["task_id"] not in used] or self.resample_pool
                 if not dead or not pool:
                     break
                 import random
@@ -186,6 +200,7 @@ def make_trainer_class():
                 out["num_items_in_batch"] = self.accelerator.gather(mask.sum()).sum()
             timing = self.run_log.timing
             timing["generate_and_score"] = time.monotonic() - t0
+            self.gate.observe(self.accelerator, out["advantages"])
             self.run_log.set_trained(step, outcomes, group_size=g, replaced=replaced)
             return out
 
@@ -232,6 +247,7 @@ def make_trainer_class():
                 logs["verifier_pass_rate"] = self.run_log.last_step["verifier_pass_rate"]
                 logs["format_valid_rate"] = self.run_log.last_step["format_valid_rate"]
                 logs["signal_groups_frac"] = self.run_log.last_step["signal_groups_frac"]
+                logs["skipped_step"] = float(self.run_log.last_step["skipped"])
             super().log(logs, start_time)
 
     class _StepEnd(TrainerCallback):
@@ -243,7 +259,8 @@ def make_trainer_class():
             self.t0 = time.monotonic()
 
         def on_step_end(self, args, state, control, **kwargs):
-            self.trainer.run_log.end_step(state.global_step - 1, time.monotonic() - self.t0)
+            self.trainer.run_log.end_step(state.global_step - 1, time.monotonic() - self.t0,
+                                          skipped=self.trainer.gate.last_skipped)
 
     return TerminalGRPOTrainer
 
@@ -311,7 +328,7 @@ class RunLog:
         self._pending = (step, list(outcomes), frac_zero, group_size)
         self.replaced = replaced
 
-    def end_step(self, step: int, step_s: float) -> None:
+    def end_step(self, step: int, step_s: float, *, skipped: bool = False) -> None:
         if self._pending is None:
             return
         gen_step, outcomes, frac_zero, group_size = self._pending
@@ -323,6 +340,7 @@ class RunLog:
         record = step_record(outcomes, training_step=gen_step, frac_zero_std=frac_zero, timings=timings,
                              group_size=group_size)
         record["resampled_groups"] = self.replaced
+        record["skipped"] = skipped  # no group with outcome signal: no optimizer step (termagent/train/signal_gate.py)
         self.steps.write(record)
         self.last_step, self.last_step_timing = record, {k: round(v, 4) for k, v in timings.items()}
         self.step_timings.append(timings)
@@ -434,12 +452,14 @@ def fill_rows(rows: list[dict], prompts_per_step: int) -> list[dict]:
 
 
 def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_config, extra_fingerprint: dict
-               | None = None, progress: bool = True, engine=None) -> dict[str, Any]:
+               | None = None, progress: bool = True, engine=None, verdict=None) -> dict[str, Any]:
     """Train, save the adapter to `paths.out`, write metrics; returns the summary (metrics/grpo/train.json).
 
     `tasks`: the train split (already loaded); `sandbox`: a Sandbox for the task containers;
     `env_config`: the single-turn environment's EnvConfig (terminal from the agent section); `engine`: EngineConfig,
-    whose `rl` generates on the OpenVINO engine (termagent.train.engine_rollouts)."""
+    whose `rl` generates on the OpenVINO engine (termagent.train.engine_rollouts);
+    `verdict`: a synthetic verifiable reward (termagent.rewards.synthetic) that replaces the task's tests: the
+    reward is the verdict alone, nothing is executed (the reward-following tests, scripts/bench_learns.py)."""
     from datasets import Dataset
 
     from termagent.models.artifact import resolve_start
@@ -456,6 +476,9 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
     )
     from termagent.train.single_turn import SingleTurnEnv
 
+    if verdict is not None:
+        config = dataclasses.replace(config, reward=RewardWeights())  # the verdict is the whole reward
+        extra_fingerprint = {**(extra_fingerprint or {}), "verdict": verdict.name}
     c = config.effective()
     timer = StageTimer()
     tasks = sorted(tasks, key=lambda t: t.id)[: c.max_tasks or None]
@@ -473,7 +496,7 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
     eos = _eos_ids(model, tokenizer)
     env_config = dataclasses.replace(env_config, weights=c.reward, concurrency=c.concurrency,
                                      strict_format=c.strict_format)
-    env = SingleTurnEnv(sandbox, tasks, env_config, eos_token_ids=eos)
+    env = SingleTurnEnv(sandbox, tasks, env_config, eos_token_ids=eos, verdict=verdict)
     with timer.phase("screens"):
         env.probe_screens(paths.rollouts_dir / "screens.json", progress=progress)
     rows, too_long = [], []
@@ -499,7 +522,7 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
                           else [_resumed_dvclive(paths.metrics_dir)],
                           env=env, run_log=run_log, rolling_window=c.rolling_window,
                           resample_pool=[{"prompt": r["prompt"], "task_id": r["task_id"]} for r in rows],
-                          max_resamples=c.max_resamples)
+                          max_resamples=c.max_resamples, skip_without_signal=c.skip_without_signal)
     if before is None:
         before = adapter_state(trainer.model)
     if resume is not None:  # the rolling mean continues over the steps kept from the first try
@@ -624,6 +647,8 @@ def summarize_rollouts(rollouts_dir: Path) -> dict[str, Any]:
         "trained_groups_signal_frac": (round(statistics.fmean(s.get("signal_groups_frac", 0.0) for s in steps), 4)
                                        if steps else None),
         "resampled_groups": sum(s.get("resampled_groups", 0) for s in steps),
+        # optimizer steps the signal gate skipped (every group of the batch tied); trained = steps - skipped
+        "skipped_steps": sum(bool(s.get("skipped")) for s in steps),
         "reward_first_step": steps[0]["reward_mean"] if steps else None,
         "reward_last_step": steps[-1]["reward_mean"] if steps else None,
     }

@@ -46,6 +46,7 @@ from termagent.agent.config import AgentConfig
 from termagent.params import trl_knobs
 from termagent.rewards import compute_turn_advantages, compute_turn_rewards, map_turn_advantages_to_tokens
 from termagent.train.common import LoraParams
+from termagent.train.signal_gate import SignalGate, make_gate_callback, zero_loss
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,8 @@ class MTGRPOParams:
     max_turn_tokens: int = 192  # per-call cap (max_tokens of each turn)
     concurrency: int = 8  # trials of a rollout batch at once (their calls are batched)
     filter_mode: Literal["exclude", "zero"] = "exclude"  # turn cap / timeout / context limit: see module doc
+    # a rollout batch without outcome signal (every group ties) trains nothing and takes no optimizer step
+    skip_without_signal: bool = True
     credit: TurnCreditParams = field(default_factory=TurnCreditParams)
     # generation: the trainer's own vLLM engine on a GPU (termagent.policy.trl_vllm), one training process
     use_vllm: bool = False  # H100: vLLM; CPU: the in-process model (params.yaml sets false)
@@ -217,12 +220,15 @@ def turn_signals(episode: dict, n_spans: int) -> tuple[list[bool], list[bool], l
     return [rc == 0 for rc in rcs], [bool(t.get("parse_ok")) for t in turns], rcs
 
 
-def rollout_row(trial: dict, buffer, *, filter_mode: str, fallback_prompt_ids: list[int], eos_id: int) -> dict:
-    """One row of rollout_func's output (before grouping): ids, masks, outcome, per-turn signals."""
+def rollout_row(trial: dict, buffer, *, filter_mode: str, fallback_prompt_ids: list[int], eos_id: int,
+                verdict: float | None = None) -> dict:
+    """One row of rollout_func's output (before grouping): ids, masks, outcome, per-turn signals. `verdict`: a
+    synthetic verdict on the trajectory's tokens (termagent.rewards.synthetic) in the verifier's place; it judges
+    the tokens whatever the ending, so only infrastructure failures are filtered."""
     status = trajectory_status(trial)
     episode = trial.get("agent_result") or {}
     spans = [t.span for t in buffer.turns]
-    excluded = status == "infra" or (status != "kept" and filter_mode == "exclude")
+    excluded = status == "infra" or (status != "kept" and filter_mode == "exclude" and verdict is None)
     if spans and episode:
         exec_ok, format_ok, rcs = turn_signals(episode, len(spans))
     elif spans and not excluded:
@@ -237,9 +243,12 @@ def rollout_row(trial: dict, buffer, *, filter_mode: str, fallback_prompt_ids: l
         env_mask, logprobs = list(buffer.env_mask), list(buffer.logprobs)
     else:  # nothing was generated (the episode failed before its first call): a placeholder, no loss
         prompt_ids, completion_ids, env_mask, logprobs = list(fallback_prompt_ids), [eos_id], [0], [0.0]
+    verifier_reward = trial.get("reward") if verdict is None else verdict
     if excluded:
         outcome = None
         env_mask = [0] * len(completion_ids)
+    elif verdict is not None:
+        outcome = float(verdict)
     elif status != "kept":
         outcome = 0.0
     else:
@@ -248,7 +257,7 @@ def rollout_row(trial: dict, buffer, *, filter_mode: str, fallback_prompt_ids: l
         "prompt_ids": prompt_ids, "completion_ids": completion_ids, "logprobs": logprobs, "env_mask": env_mask,
         "outcome": outcome, "status": status, "turn_spans": [list(s) for s in spans], "turn_exec_ok": exec_ok,
         "turn_format_ok": format_ok, "turn_exec_rc": rcs, "drift": [t.drift for t in buffer.turns],
-        "drift_at": [t.drift_at for t in buffer.turns], "verifier_reward": trial.get("reward"),
+        "drift_at": [t.drift_at for t in buffer.turns], "verifier_reward": verifier_reward,
         "task_id": trial["task_id"], "ended_by": episode.get("ended_by"),
         "prompt_messages": (episode.get("turns") or [{}])[0].get("messages_in") or [],
         "turn_completions": [t.get("completion") or "" for t in (episode.get("turns") or [])
@@ -291,10 +300,11 @@ class MultiTurnRollout:
     """TRL `rollout_func`: `(prompts, trainer) -> {prompt_ids, completion_ids, logprobs, env_mask, ...}`,
     one row per received prompt, in order. Task ids come from the rows the trainer stashed."""
 
-    def __init__(self, sandbox, tasks: dict[str, Any], params: MTGRPOParams, agent: AgentConfig):
+    def __init__(self, sandbox, tasks: dict[str, Any], params: MTGRPOParams, agent: AgentConfig, verdict=None):
         self.sandbox = sandbox
         self.tasks = tasks
         self.params = params
+        self.verdict = verdict  # termagent.rewards.synthetic: judges each trajectory's mean tokens per model turn
         self.agent = params.agent_config(agent)
         from termagent.protocol.protocols import protocol_for
 
@@ -349,17 +359,26 @@ class MultiTurnRollout:
         self.calls += 1
         self.last_results = [r.to_dict() for r in results]  # the episode records of the last batch
         eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else hf.eos_ids[0]
+        verdicts = [None] * len(buffers)
+        if self.verdict is not None:
+            verdicts = self.verdict([tokens_per_turn(buffer) for buffer in buffers])
         rows = []
-        for task_id, result, buffer in zip(task_ids, results, buffers):
+        for task_id, result, buffer, verdict in zip(task_ids, results, buffers, verdicts):
             fallback = hf.prompt_ids([{"role": "user", "content": self.tasks[task_id].instruction}])
             rows.append(rollout_row(result.to_dict(), buffer, filter_mode=self.params.filter_mode,
-                                    fallback_prompt_ids=fallback, eos_id=eos_id))
+                                    fallback_prompt_ids=fallback, eos_id=eos_id, verdict=verdict))
         self.last_stats = {"rollout_wall_s": wall, "batches": shared.stats["batches"],
                            "mean_rows_per_batch": shared.stats["rows"] / max(1, shared.stats["batches"]),
                            # tokens vLLM gave no logprob for (None: importance ratio 1, termagent.policy.trl_vllm)
                            "unscored_logprobs": float(sum(lp is None for row in rows for lp in row["logprobs"]))}
         self.last_rows = rows
         return {key: [row[key] for row in rows] for key in rows[0]}
+
+
+def tokens_per_turn(buffer) -> float:
+    """A trajectory's sampled tokens per model turn (0 when the model was never called)."""
+    spans = [t.span for t in buffer.turns]
+    return sum(end - start for start, end in spans) / len(spans) if spans else 0.0
 
 
 def outcome_reward(prompts=None, completions=None, outcome=None, **_) -> list[float | None]:
@@ -379,6 +398,15 @@ def make_trainer_class():
             self.rollouts_dir = Path(rollouts_dir) if rollouts_dir else None
             self._step_started = time.monotonic()
             super().__init__(*args, **kwargs)
+            # no optimizer step on a batch whose groups all tie on the outcome (termagent/train/signal_gate.py):
+            # the turn credit alone (format, exit codes) says nothing about solving
+            self.gate = SignalGate(mt_params.skip_without_signal, beta=self.beta)
+            self.add_callback(make_gate_callback(self.gate))
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if self.gate.skip_loss():
+                return zero_loss(model)
+            return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
 
         def _generate_and_score_completions(self, inputs):
             from accelerate.utils import gather_object
@@ -386,6 +414,7 @@ def make_trainer_class():
             self._rollout_inputs = inputs  # rollout_func reads the task ids from here
             t0 = time.monotonic()
             out = super()._generate_and_score_completions(inputs)
+            self.gate.observe(self.accelerator, out["advantages"])  # TRL's advantages: the outcome's alone
             keys = ("outcome", "status", "turn_spans", "turn_exec_ok", "turn_format_ok", "turn_exec_rc", "drift",
                     "drift_at", "verifier_reward", "task_id", "ended_by", "durations", "prompt_messages", "turn_completions")
             local = [{k: row.get(k) for k in keys} for row in inputs]
@@ -424,8 +453,10 @@ def make_trainer_class():
             for key in ("rollout_wall_s", "mean_rows_per_batch", "unscored_logprobs"):
                 if key in rollout:
                     metrics[f"mt/{key}"].append(float(rollout[key]))
+            skipped = self.gate.enabled and not self.gate.batch_signal  # this batch trains nothing
+            metrics["mt/skipped_batch"].append(float(skipped))
             self.last_mt_stats = {"filtered_frac": filtered, "infra_frac": infra, "drift_turns": drift,
-                                  "clean_turns": clean, "mean_turns": sum(turns) / n, **rollout}
+                                  "clean_turns": clean, "mean_turns": sum(turns) / n, "skipped": skipped, **rollout}
             if self.rollouts_dir is not None and self.accelerator.is_main_process:
                 write_rollout_logs(self.rollouts_dir, rows, outcome_adv, turn_advs, step=self.state.global_step,
                                    num_generations=self.num_generations, stats=self.last_mt_stats, wall_s=wall_s)
@@ -553,13 +584,19 @@ def mt_grpo_config(params: MTGRPOParams, work_dir: str | Path):
 
 def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list, *, model_dir: str | Path,
                   start_adapter: str | Path | None, work_dir: str | Path, rollouts_dir: str | Path | None,
-                  metrics_dir: str | Path | None, trainer_cls=None):
+                  metrics_dir: str | Path | None, trainer_cls=None, verdict=None):
     """The MTGRPOTrainer, ready to train: policy = base (+ the start adapter, trainable), dataset = the task
-    list repeated to cover max_steps, rollout_func = MultiTurnRollout."""
+    list repeated to cover max_steps, rollout_func = MultiTurnRollout. `verdict`: a synthetic verifiable reward
+    (termagent.rewards.synthetic) in the verifier's place, and the whole reward: the turn credit keeps only its
+    outcome term (the reward-following tests, scripts/bench_learns.py)."""
+    from dataclasses import replace
+
     from datasets import Dataset
 
     from termagent.train.common import dvclive_callback, load_model, load_tokenizer, seed_everything
 
+    if verdict is not None:  # the verdict is the whole reward: no turn credit for format, exit codes or brevity
+        params = replace(params, credit=replace(params.credit, w_exec=0.0, w_format=0.0, w_efficiency=0.0))
     config = mt_grpo_config(params, work_dir)
     seed_everything(params.seed)
     check_memory(params, model_dir)
@@ -574,7 +611,7 @@ def build_trainer(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     callbacks = [dvclive_callback(metrics_dir)] if metrics_dir else []
     return cls(model=model, processing_class=tokenizer, args=config, train_dataset=dataset,
                reward_funcs=[outcome_reward], rollout_func=MultiTurnRollout(sandbox, {t.id: t for t in tasks},
-                                                                          params, agent),
+                                                                          params, agent, verdict=verdict),
                peft_config=None if start_adapter else params.lora.to_peft(), callbacks=callbacks,
                mt_params=params, rollouts_dir=rollouts_dir)
 
@@ -597,9 +634,10 @@ def check_memory(params: MTGRPOParams, model_dir: str | Path) -> None:
 
 def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list, *, model_dir: str | Path,
                   start_adapter: str | Path | None, out_dir: str | Path, rollouts_dir: str | Path,
-                  metrics_dir: str | Path, engine=None) -> dict:
+                  metrics_dir: str | Path, engine=None, verdict=None) -> dict:
     """Train, save models/mt_grpo (PEFT adapter + tokenizer), write metrics/<stage>/train.json. Returns it.
-    `engine`: EngineConfig, whose `rl` generates on the OpenVINO engine (termagent.train.engine_rollouts)."""
+    `engine`: EngineConfig, whose `rl` generates on the OpenVINO engine (termagent.train.engine_rollouts);
+    `verdict`: a synthetic verifiable reward (termagent.rewards.synthetic) that replaces the outcome."""
     import json
     import shutil
     import tempfile
@@ -617,7 +655,8 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     try:
         with timer.phase("setup"):
             trainer = build_trainer(params, agent, sandbox, tasks, model_dir=model_dir, start_adapter=start_adapter,
-                                    work_dir=work, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir)
+                                    work_dir=work, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir,
+                                    verdict=verdict)
             from termagent.train.engine_rollouts import engine_for
 
             engine_policy = engine_for(trainer, engine, model_dir)
@@ -634,6 +673,7 @@ def train_mt_grpo(params: MTGRPOParams, agent: AgentConfig, sandbox, tasks: list
     history = [h for h in trainer.state.log_history if "loss" in h]
     steps = [json.loads(line) for line in (rollouts_dir / "steps.jsonl").read_text().splitlines() if line.strip()]
     metrics = {"steps": trainer.state.global_step, "train_loss": result.training_loss,
+               "skipped_steps": trainer.gate.skipped,
                "step_wall_s": [s["wall_s"] for s in steps], "filtered_frac": [s.get("filtered_frac") for s in steps],
                "drift_turns": sum(s.get("drift_turns", 0) for s in steps),
                "clean_turns": sum(s.get("clean_turns", 0) for s in steps),

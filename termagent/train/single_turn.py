@@ -60,6 +60,13 @@ class EnvConfig:
     harbor_package: str | None = None
     harbor_version: str | None = "0.25.0"
 
+    @classmethod
+    def from_agent(cls, agent) -> EnvConfig:
+        """The eval agent's terminal and protocol (params `agent`), as GRPO's environment sees them."""
+        return cls(pane_width=agent.pane_width, pane_height=agent.pane_height,
+                   max_observation_bytes=agent.max_observation_bytes, deadline_margin_sec=agent.deadline_margin_sec,
+                   protocol=agent.protocol, harbor_package=agent.harbor_package, harbor_version=agent.harbor_version)
+
 
 @dataclass
 class Outcome:
@@ -133,8 +140,11 @@ class ReplyAgent:
 
 class SingleTurnEnv:
     def __init__(self, sandbox: Sandbox, tasks: Sequence[Task], config: EnvConfig = EnvConfig(),
-                 eos_token_ids: Sequence[int] = ()):
+                 eos_token_ids: Sequence[int] = (), verdict=None):
         self.sandbox = sandbox
+        # a synthetic verdict (termagent.rewards.synthetic) replaces the task's tests: replies are judged on their
+        # completion tokens and never executed (reward-following tests, scripts/bench_learns.py)
+        self.verdict = verdict
         self.tasks = {task.id: task for task in tasks}
         if len(self.tasks) != len(tasks):
             raise ValueError("SingleTurnEnv: duplicate task ids")
@@ -243,6 +253,29 @@ class SingleTurnEnv:
         t0 = time.monotonic()
         rows = list(zip(specs, completions, completion_ids or [None] * len(completions), strict=True))
         parsed = [self._parse(text, ids) for (_, _, _), text, ids in rows]
+        if self.verdict is not None:
+            self.sandbox.forget(specs)
+            outcomes = self._judge(specs, completions, completion_ids, parsed)
+        else:
+            outcomes = self._run(rows, specs, parsed)
+        with self._lock:
+            self._memo_key = key
+            self.last_outcomes = outcomes  # type: ignore[assignment]
+            self.last_score_s = time.monotonic() - t0
+        return self.last_outcomes
+
+    def _judge(self, specs, completions, completion_ids, parsed) -> list[Outcome]:
+        """The synthetic verdict's outcomes: the verifier's place taken by the verdict on each reply's tokens (the
+        reward is the verdict: train_grpo weighs the verifier alone when a verdict is given)."""
+        if completion_ids is None:
+            raise ValueError("a synthetic verdict judges completion tokens: the trainer passed no completion_ids")
+        verdicts = self.verdict([len(ids) for ids in completion_ids])
+        return [Outcome(task.id, text, parse_ok=p[0], format_ok=p[1], truncated=p[2], executed=False, exec_rc=None,
+                        script_ok=False, verifier_reward=v, reward=v)
+                for (task, _, _), text, p, v in zip(specs, completions, parsed, verdicts, strict=True)]
+
+    def _run(self, rows, specs, parsed) -> list[Outcome]:
+        """Replies typed into their task's container and verified by its tests."""
         # Replies that run nothing need no container: withdraw theirs now, before the others start.
         self.sandbox.forget([spec for spec, p in zip(specs, parsed) if not p[0]])
         outcomes: list[Outcome | None] = [None] * len(rows)
@@ -258,11 +291,7 @@ class SingleTurnEnv:
                     futures[pool.submit(self._execute, task, attempt, text, format_ok, response)] = i
             for future, i in futures.items():
                 outcomes[i] = future.result()
-        with self._lock:
-            self._memo_key = key
-            self.last_outcomes = outcomes  # type: ignore[assignment]
-            self.last_score_s = time.monotonic() - t0
-        return self.last_outcomes
+        return outcomes  # type: ignore[return-value]
 
     def _parse(self, text: str, ids: Sequence[int] | None):
         truncated = bool(ids) and self.eos_token_ids and ids[-1] not in self.eos_token_ids

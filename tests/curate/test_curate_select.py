@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +143,37 @@ def test_contamination_guard_flags_planted_near_duplicates_and_curation_skips_th
     assert result.decisions["train-copy"].startswith("dropped:near-duplicate of eval task eval-log")
     assert result.decisions["eval-log"] == "eval"
     assert result.contamination["excluded_train_ids"] == ["train-copy", "train-reworded"]
+
+
+def test_tasks_sft_and_dpo_trained_on_are_left_out(tmp_path, monkeypatch):
+    """SFT's manifest names the conversations it trained on (`trained_examples`): only those rows' tasks count;
+    DPO's lists none: every row of its datasets counts; a stage that passed its input through trained on nothing."""
+    from termagent.curate.select import tasks_trained_by
+    from termagent.train.sft import conversation_key
+
+    monkeypatch.chdir(tmp_path)  # manifests name their datasets relative to the repository root
+    conv = lambda t: [{"role": "user", "content": f"do {t}"}, {"role": "assistant", "content": "ok"}]
+    Path("data").mkdir()
+    Path("data/sft.jsonl").write_text("".join(json.dumps({"conversations": conv(t), "task_id": t}) + "\n"
+                                              for t in ("a", "b")))
+    Path("data/dpo.jsonl").write_text(json.dumps({"prompt": "p", "chosen": "x", "rejected": "y", "task_id": "c"}) + "\n")
+    for name, manifest in {"sft": {"stage": "sft", "params": {"datasets": ["data/sft.jsonl"]},
+                                   "trained_examples": [conversation_key(conv("a"))]},
+                           "dpo": {"stage": "dpo", "params": {"datasets": ["data/dpo.jsonl"]}},
+                           "dpo_skipped": {"stage": "dpo", "skipped": "empty input"}}.items():
+        Path(name).mkdir()
+        Path(name, "manifest.json").write_text(json.dumps(manifest))
+    trained = tasks_trained_by(["sft", "dpo", "dpo_skipped"])
+    assert trained == {"a": "sft", "c": "dpo"}  # b: in SFT's dataset, not among the rows it trained on
+
+    table = {t: (9, "medium", ["file_ops"], f"sig {t} {t} {t} {t}") for t in "abcd"}
+    st = {t: stats(4, 5, [0.0, 1.0, 0.0, 1.0]) for t in table}
+    result = curate_tasks({t: ctx(t) for t in table}, set(), st, FixedAnalysisJudge(table), CurateConfig(),
+                          trained=trained)
+    assert set(result.selected_ids) == {"b", "d"}
+    assert result.decisions["a"] == "dropped:trained on by sft" and result.decisions["c"] == "dropped:trained on by dpo"
+    Path("broken").mkdir()
+    with pytest.raises(ValueError, match="manifest"):
+        tasks_trained_by(["broken"])
+    warnings = []
+    assert tasks_trained_by(["nowhere"], warnings) == {} and "nowhere does not exist" in warnings[0]

@@ -33,7 +33,8 @@ def capturing_trainer_class():
     return Capturing
 
 
-def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mode: str, micro_batch_size: int = 0):
+def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mode: str, micro_batch_size: int = 0,
+                 skip_without_signal: bool = False):
     from termagent.sandbox import Sandbox, SandboxConfig
     from termagent.tasks.load import load_task
 
@@ -41,12 +42,15 @@ def run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, filter_mod
     params = MTGRPOParams(max_steps=1, num_generations=2, tasks_per_step=1, max_turns=2, max_turn_tokens=12,
                           max_completion_length=256, concurrency=2, filter_mode=filter_mode,
                           trl={**MTGRPOParams().trl, "learning_rate": 1e-3},
-                          use_vllm=False, micro_batch_size=micro_batch_size)
+                          use_vllm=False, micro_batch_size=micro_batch_size,
+                          # the untrained model's trajectories tie: with the gate on, nothing would reach the loss
+                          skip_without_signal=skip_without_signal)
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
     # no failed-reply limit: the random tiny model's episodes run to the turn cap
     trainer = build_trainer(params, AgentConfig(max_failed_replies=None), sandbox, [task], model_dir=tiny_model_dir,
                             start_adapter=None, work_dir=tmp_path / "work", rollouts_dir=tmp_path / "rollouts",
                             metrics_dir=tmp_path / "metrics", trainer_cls=capturing_trainer_class())
+    trainer.before = {k: v.detach().clone() for k, v in trainer.model.named_parameters() if v.requires_grad}
     trainer.train()
     trainer.rows = trainer.rollout_func.last_rows  # what rollout_func returned, in batch order
     return trainer, params
@@ -138,6 +142,21 @@ def test_compact_filtering_drops_a_trajectory_that_hits_the_turn_cap(
         assert torch.count_nonzero(batch["advantages"][b]) == 0
         assert len(row["turn_spans"]) == params.max_turns
     assert trainer.last_mt_stats["filtered_frac"] == 1.0
+
+
+def test_a_rollout_batch_without_outcome_signal_takes_no_optimizer_step(tmp_path, base_image, docker_client,
+                                                                        tiny_model_dir):
+    """Every trajectory filtered (turn cap, exclude): no group has an outcome advantage. The signal gate skips the
+    loss and the optimizer step: the LoRA weights are bit-identical, the step is counted as skipped."""
+    trainer, _ = run_one_step(tmp_path, base_image, docker_client, tiny_model_dir, "exclude", skip_without_signal=True)
+    assert trainer.state.global_step == 1 and trainer.gate.skipped == 1
+    assert getattr(trainer, "captured", []) == []  # no micro-batch reached the loss
+    after = dict(trainer.model.named_parameters())
+    assert trainer.before and all(after[k].equal(v) for k, v in trainer.before.items())
+    import json
+
+    step = json.loads((tmp_path / "rollouts" / "steps.jsonl").read_text().splitlines()[0])
+    assert step["skipped"] is True
 
 
 def test_vllm_rollouts_are_refused_clearly_without_a_gpu(tmp_path):

@@ -1,0 +1,188 @@
+"""Does RL follow its reward on the real model? T1/T2 for GRPO and MT-GRPO (issue 41): metrics/bench_learns.json.
+
+    python scripts/bench_learns.py                         # make bench-learns: SmolLM2 + models/warmup, every test
+    python scripts/bench_learns.py --warmup "" --tests t1-grpo --steps 3 --out /tmp/b.json   # base only, one test
+
+T1 (synthetic): two runs per trainer from the same start and seed, on real first-turn prompts of train tasks
+(one task per family, round-robin, `--t1-tasks`), rewarded by opposite verdicts (termagent.rewards.synthetic:
+reply shorter / longer than the first batch's split point; MT-GRPO: tokens per model turn). Passes when, over the
+last 3 steps, arm "short" >= 0.75 and arm "long" <= 0.25.
+T2 (real): one train task whose measured rate (`--rates`, a sample stage's rates.json) is in (0.2, 0.6), or
+`--t2-task`, trained on with its own tests as the reward. Passes when the pass rate of the last 3 steps minus the
+first 3 is >= 0.3 (each step's draw: GRPO's dynamic-sampling replacements are not counted).
+Every run is the stage's own trainer (train_grpo, train_mt_grpo) under params.yaml's grpo / mt_grpo sections, with
+max_steps = --steps; T1 turns dynamic sampling off (a replacement is chosen for its signal: it would bias the
+arm's reward toward 0.5). Results are written after every run, so an interrupted bench keeps what it measured, and
+a run of some --tests adds to an --out file of the same start and steps (run the bench in parts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+
+import click
+
+from termagent import atomic
+from termagent.agent.config import AgentConfig
+from termagent.models.artifact import START_FILE, resolve_start, write_start
+from termagent.params import profile_option, read_sections
+from termagent.rewards.synthetic import make_verdict
+from termagent.rollouts import read_rates
+from termagent.sandbox import Sandbox
+from termagent.sandbox.settings import SandboxParams
+from termagent.tasks.index import tasks_in_split
+from termagent.train.common import environment
+from termagent.train.grpo import GRPOParams
+from termagent.train.mt_grpo import MTGRPOParams
+from termagent.train.reward_following import improvement, run_grpo, run_mt_grpo, separation
+from termagent.train.single_turn import EnvConfig
+
+TESTS = ("t1-grpo", "t2-grpo", "t1-mt", "t2-mt")
+
+
+def start_dir(base: Path, warmup: str, work: Path) -> Path:
+    """A directory with start.json, as train_grpo wants: the warmup stage's own, or one made for `--warmup ""`
+    (the base) or a plain adapter directory (copied, then recorded as the start)."""
+    if warmup and (Path(warmup) / START_FILE).is_file():
+        return Path(warmup)
+    out = work / "start"
+    shutil.rmtree(out, ignore_errors=True)
+    if warmup:
+        shutil.copytree(warmup, out)
+    write_start(out, base_dir=base, adapter=bool(warmup))
+    return out
+
+
+def one_per_family(tasks: list, n: int) -> list:
+    """The first `n` train tasks dealt round-robin over families (by id), so T1's prompts span the suite."""
+    by_family: dict[str, list] = {}
+    for task in sorted(tasks, key=lambda t: t.id):
+        by_family.setdefault(task.metadata.get("family") or task.id, []).append(task)
+    dealt = []
+    while len(dealt) < n and any(by_family.values()):
+        for family in sorted(by_family):
+            if by_family[family] and len(dealt) < n:
+                dealt.append(by_family[family].pop(0))
+    return dealt
+
+
+def pick_t2_task(tasks: dict, rates: Path | None, task_id: str | None, lo: float = 0.2, hi: float = 0.6):
+    if task_id:
+        if task_id not in tasks:
+            raise click.ClickException(f"--t2-task {task_id}: not a train task")
+        return tasks[task_id], None
+    if rates is None or not rates.is_file():
+        raise click.ClickException(f"T2 needs --rates (a sample stage's rates.json; {rates} is missing) or --t2-task")
+    measured = {t: r["passes"] / r["n"] for t, r in read_rates(rates).items() if r["n"] and t in tasks}
+    inside = sorted((t for t, r in measured.items() if lo < r < hi), key=lambda t: (abs(measured[t] - 0.4), t))
+    if not inside:
+        raise click.ClickException(f"{rates}: no train task with a rate in ({lo}, {hi}); give --t2-task")
+    return tasks[inside[0]], measured[inside[0]]
+
+
+@click.command()
+@profile_option
+@click.option("--base", default="models/base", show_default=True, type=click.Path(path_type=Path))
+@click.option("--warmup", default="models/warmup", show_default=True,
+              help='The start adapter: a warmup stage directory (start.json), a PEFT adapter directory, or "" for '
+                   "the base with a fresh LoRA.")
+@click.option("--tests", "tests_csv", default=",".join(TESTS), show_default=True)
+@click.option("--steps", default=10, show_default=True, help="optimizer steps per run")
+@click.option("--t1-tasks", default=14, show_default=True, help="train tasks whose first prompts T1 draws from")
+@click.option("--rates", default="data/sample/warmup/rates.json", show_default=True, type=click.Path(path_type=Path))
+@click.option("--t2-task", default=None, help="T2's task (default: picked from --rates)")
+@click.option("--lr", default=None, type=float, help="override grpo.trl / mt_grpo.trl learning_rate")
+@click.option("--index", default="data/tasks.json", show_default=True, type=click.Path(path_type=Path))
+@click.option("--image", default="data/image.json", show_default=True, type=click.Path(path_type=Path))
+@click.option("--work", default="/tmp/bench_learns", show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", default="metrics/bench_learns.json", show_default=True, type=click.Path(path_type=Path))
+def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, t2_task, lr, index, image, work,
+         out) -> None:
+    tests = [t.strip() for t in tests_csv.split(",") if t.strip()]
+    unknown = sorted(set(tests) - set(TESTS))
+    if unknown:
+        raise click.ClickException(f"--tests: unknown {unknown}; known: {', '.join(TESTS)}")
+    s = read_sections(params_file, profile, grpo=GRPOParams, mt_grpo=MTGRPOParams, agent=AgentConfig,
+                      sandbox=SandboxParams)
+    work.mkdir(parents=True, exist_ok=True)
+    start = start_dir(base, warmup, work)
+    model_dir, adapter = resolve_start(start)
+    trl_lr = {"learning_rate": lr} if lr is not None else {}
+    grpo = dataclasses.replace(s.grpo, use_vllm=False, max_steps=steps, max_tasks=0,
+                               trl={**s.grpo.trl, **trl_lr, "save_steps": steps})
+    mt = dataclasses.replace(s.mt_grpo, use_vllm=False, max_steps=steps, trl={**s.mt_grpo.trl, **trl_lr})
+    train = {t.id: t for t in tasks_in_split(index, "train")}
+    t1 = one_per_family(list(train.values()), t1_tasks)
+    t2, t2_rate = pick_t2_task(train, rates, t2_task) if {"t2-grpo", "t2-mt"} & set(tests) else (None, None)
+    env = EnvConfig.from_agent(s.agent)
+    sandbox_config = dataclasses.replace(s.sandbox.sandbox_config(json.loads(image.read_text())["image"]),
+                                         warm_pool=max(s.sandbox.warm_pool, grpo.generation_batch_size),
+                                         concurrency=max(s.sandbox.concurrency, mt.concurrency))
+    result = {"start": {"base": str(model_dir), "adapter": str(adapter) if adapter else None}, "steps": steps,
+              "learning_rate": {"grpo": grpo.trl["learning_rate"], "mt_grpo": mt.trl["learning_rate"]},
+              "t1_tasks": [t.id for t in t1], "t2_task": t2.id if t2 else None, "t2_task_rate": t2_rate,
+              "grpo": {}, "mt_grpo": {}, "minutes": {}, "environment": environment()}
+    previous = json.loads(out.read_text()) if out.is_file() else {}
+    if {k: previous.get(k) for k in ("start", "steps")} == {k: result[k] for k in ("start", "steps")}:
+        for key in ("grpo", "mt_grpo", "minutes"):  # a bench run in parts (--tests) adds to the same file
+            result[key] = previous.get(key, {})
+
+    def save():
+        ran = [v["verdict"]["passed"] for sect in ("grpo", "mt_grpo") for v in result[sect].values()]
+        result["passed"] = bool(ran) and all(ran)
+        atomic.write_json(out, result)
+
+    def timed(name, fn):
+        t0 = time.monotonic()
+        value = fn()
+        result["minutes"][name] = round((time.monotonic() - t0) / 60, 1)
+        return value
+
+    with Sandbox(sandbox_config) as sandbox:
+        if "t1-grpo" in tests:
+            config = dataclasses.replace(grpo, max_resamples=0)
+            arms = {arm: timed(f"t1-grpo-{arm}", lambda arm=arm: run_grpo(
+                config, work / "t1-grpo" / arm, warmup=start, tasks=t1, sandbox=sandbox, env_config=env,
+                verdict=make_verdict(arm))) for arm in ("short", "long")}
+            result["grpo"]["t1"] = t1_entry(arms)
+            save()
+        if "t2-grpo" in tests:
+            run = timed("t2-grpo", lambda: run_grpo(grpo, work / "t2-grpo", warmup=start, tasks=[t2],
+                                                    sandbox=sandbox, env_config=env))
+            result["grpo"]["t2"] = t2_entry(run)
+            save()
+        agent = s.agent
+        if "t1-mt" in tests:
+            arms = {arm: timed(f"t1-mt-{arm}", lambda arm=arm: run_mt_grpo(
+                mt, agent, sandbox, t1, work / "t1-mt" / arm, model_dir=model_dir, start_adapter=adapter,
+                verdict=make_verdict(arm))) for arm in ("short", "long")}
+            result["mt_grpo"]["t1"] = t1_entry(arms)
+            save()
+        if "t2-mt" in tests:
+            run = timed("t2-mt", lambda: run_mt_grpo(mt, agent, sandbox, [t2], work / "t2-mt", model_dir=model_dir,
+                                                     start_adapter=adapter))
+            result["mt_grpo"]["t2"] = t2_entry(run)
+            save()
+    save()
+    for sect in ("grpo", "mt_grpo"):
+        for name, entry in result[sect].items():
+            click.echo(f"{sect} {name}: {'PASS' if entry['verdict']['passed'] else 'FAIL'} {entry['verdict']}")
+    click.echo(f"{out}: passed={result['passed']} minutes={result['minutes']}")
+
+
+def t1_entry(arms: dict) -> dict:
+    return {"arms": {arm: {**run["per_step"], "threshold": run["threshold"], "skipped_steps": run["skipped_steps"]}
+                     for arm, run in arms.items()},
+            "verdict": separation(arms["short"]["per_step"]["reward"], arms["long"]["per_step"]["reward"])}
+
+
+def t2_entry(run: dict) -> dict:
+    return {**run["per_step"], "skipped_steps": run["skipped_steps"], "verdict": improvement(run["per_step"]["pass_rate"])}
+
+
+if __name__ == "__main__":
+    main()
