@@ -60,7 +60,7 @@ def run_curation(rollouts: Path | None, tasks_dirs: list[Path], out: Path, judge
     unknown = sorted(set(stats) - set(tasks))
     if unknown:
         warnings.append(f"{len(unknown)} task id(s) in the rollouts are not in the tasks dir: {unknown[:5]}")
-    trained = tasks_trained_by(config.exclude_trained_by, warnings)
+    trained = tasks_trained_by(config.exclude_trained_by, warnings, ignore=config.exclude_ignores)
     for w in warnings:
         log.warning(w)
     result = curate_tasks(tasks, evals, stats, judge, config, measured=rates is not None, trained=trained)

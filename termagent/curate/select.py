@@ -42,6 +42,9 @@ class CurateConfig:
     # adapter directories (models/sft, models/dpo) whose training tasks are left out: the task ids of the dataset
     # rows their manifest says they trained on (`trained_examples`; every row of its datasets when it lists none)
     exclude_trained_by: list[str] = field(default_factory=lambda: ["models/sft", "models/dpo"])
+    # datasets whose rows exclude nothing: the oracle demos cover every train task (the warmup's full epoch, SFT's
+    # second), so only what SFT/DPO learned from the policy's own episodes (passes, pairs) takes a task out
+    exclude_ignores: list[str] = field(default_factory=lambda: ["data/sft/demos.jsonl"])
 
 
 @dataclass
@@ -160,15 +163,18 @@ def curate_tasks(tasks: dict[str, TaskContext], eval_ids: set[str], stats: dict[
     )
 
 
-def tasks_trained_by(adapter_dirs: list[str | Path], warnings: list[str] | None = None) -> dict[str, str]:
+def tasks_trained_by(adapter_dirs: list[str | Path], warnings: list[str] | None = None,
+                     ignore: list[str | Path] = ()) -> dict[str, str]:
     """task id -> the stage that trained on it, from each adapter's manifest.json: the rows of the datasets its
     `params.datasets` names whose conversation is in its `trained_examples` (SFT records them), or every row of
     them when the manifest lists none (DPO trains on its pairs); a stage that passed its input through untrained
     (`skipped`) trained on nothing. Rows are attributed by their `task_id`. A directory that does not exist (curate
-    run outside the pipeline, whose stage lists them as deps) excludes nothing: said in `warnings`."""
+    run outside the pipeline, whose stage lists them as deps) excludes nothing: said in `warnings`. The datasets in
+    `ignore` (the oracle demos) exclude nothing."""
     from termagent.train.sft import conversation_key, to_conversation
 
     out: dict[str, str] = {}
+    ignored = {Path(p) for p in ignore}
     for adapter in adapter_dirs:
         if not Path(adapter).exists():
             if warnings is not None:
@@ -188,8 +194,8 @@ def tasks_trained_by(adapter_dirs: list[str | Path], warnings: list[str] | None 
         if not isinstance(sources, list):
             raise ValueError(f"{path}: no params.datasets: which tasks the stage trained on is unknown")  # noqa: TRY004 (bad file)
         for source in sources:
-            if not Path(source).is_file():
-                continue  # a Hub dataset: no task of ours
+            if not Path(source).is_file() or Path(source) in ignored:
+                continue  # a Hub dataset (no task of ours), or one that covers every task (the oracle demos)
             for i, line in enumerate(Path(source).read_text().splitlines()):
                 if not line.strip():
                     continue

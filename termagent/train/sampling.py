@@ -72,6 +72,25 @@ def sample_tasks(tasks: list, split_of: dict[str, str], params: SampleParams, on
     return select_held_out(tasks, split_of, {"train": params.max_tasks}, seed=params.seed)
 
 
+def unseen_tasks_of_solved_families(earlier: dict[str, dict], train: list, family_of, trained: dict[str, str],
+                                    log=print) -> set[str]:
+    """The train tasks of the families with a pass in `earlier` (a rates.json), less those in `trained` (task id ->
+    the stage that trained on it): where the next RL stage can learn what no earlier stage showed it. Every family
+    of `earlier` when none had a pass; every task of those families when all were trained on (said in `log`)."""
+    families = {r.get("family") for r in earlier.values() if r["passes"] > 0}
+    if not families:
+        families = {r.get("family") for r in earlier.values()}
+        log(f"sample: no task of the earlier sampling was solved; its {len(families)} families")
+    in_reach = {t.id for t in train if family_of(t) in families}
+    unseen = in_reach - set(trained)
+    if not unseen:
+        log(f"sample: earlier stages trained on all {len(in_reach)} tasks of the solved families; sampling them all")
+        return in_reach
+    log(f"sample: {len(unseen)} train tasks of {len(families)} solved families, {len(in_reach) - len(unseen)} left "
+        "out (trained on by an earlier stage)")
+    return unseen
+
+
 def expansion_pool(train: list, only: set[str] | None, seed: int) -> list:
     """The train tasks `sample.expand` may add (restricted to `only` when given), in a seeded order."""
     pool = [t for t in train if only is None or t.id in only]

@@ -120,3 +120,40 @@ def test_grpo_repeats_its_prompts_until_one_step_fits():
     assert fill_rows(one, 2) == one * 2  # TRL's sampler yields no batch from 1 prompt when a step draws 2
     three = [{"task_id": str(i)} for i in range(3)]
     assert fill_rows(three, 2) == three and fill_rows([], 2) == []
+
+
+def test_mt_grpo_samples_the_unseen_tasks_of_the_families_the_warmup_solved():
+    from types import SimpleNamespace
+
+    from termagent.train.sampling import unseen_tasks_of_solved_families
+
+    train = [SimpleNamespace(id=f"{fam}-{i}", family=fam) for fam in ("chmod", "grep", "sed") for i in range(3)]
+    earlier = {"chmod-0": {"passes": 2, "family": "chmod"}, "grep-0": {"passes": 0, "family": "grep"},
+               "sed-0": {"passes": 1, "family": "sed"}}
+    fam = lambda t: t.family  # noqa: E731
+    lines: list[str] = []
+    keep = unseen_tasks_of_solved_families(earlier, train, fam, {"chmod-0": "sft", "sed-0": "dpo"}, log=lines.append)
+    # the solved families' other tasks, never those SFT/DPO trained on, never an unsolved family
+    assert keep == {"chmod-1", "chmod-2", "sed-1", "sed-2"}
+    assert "2 left out" in lines[-1]
+    # every task of a solved family trained on: all of them, said
+    keep = unseen_tasks_of_solved_families({"sed-0": {"passes": 1, "family": "sed"}}, train[6:], fam,
+                                           {t.id: "sft" for t in train}, log=lines.append)
+    assert keep == {"sed-0", "sed-1", "sed-2"} and "trained on all 3" in lines[-1]
+
+
+def test_the_oracle_demos_exclude_no_task_from_mt_grpo(tmp_path):
+    import json
+
+    from termagent.curate.select import tasks_trained_by
+
+    demos, passes = tmp_path / "demos.jsonl", tmp_path / "rft.jsonl"
+    row = lambda tid: json.dumps({"task_id": tid, "messages": [{"role": "user", "content": tid},  # noqa: E731
+                                                               {"role": "assistant", "content": "x"}]})
+    demos.write_text("\n".join(row(t) for t in ("a", "b", "c")) + "\n")
+    passes.write_text(row("b") + "\n")
+    sft = tmp_path / "sft"
+    sft.mkdir()
+    (sft / "manifest.json").write_text(json.dumps({"stage": "sft", "params": {"datasets": [str(demos), str(passes)]}}))
+    assert set(tasks_trained_by([sft])) == {"a", "b", "c"}
+    assert tasks_trained_by([sft], ignore=[demos]) == {"b": "sft"}
