@@ -4,7 +4,9 @@ Groups: `train`; `eval` (hand-written held-out tasks); `eval_id` (held-out insta
 families: in-distribution); `eval_ood` (every instance of a family never trained on: out-of-distribution).
 A task with a `family` in its metadata is a generated instance (termagent.tasks.families): it is
 `eval_ood` when its family is listed in `ood_families`, else `eval_id` when its hash point u < id_fraction,
-else `train`. Every other task is split train/eval as below. Adding families or instances never moves
+else `train`; a family with fewer than `id_min_per_family` eval_id instances gets its lowest-u train instances
+moved until it has that many (while it keeps one train instance), so every training family has enough held-out
+instances to measure a gain on (issue 41: >= 8). Every other task is split train/eval as below. Adding families or instances never moves
 another task (its group depends on its own id, its family and the params only).
 
 Train/eval split of the hand-written tasks:
@@ -75,7 +77,8 @@ def family_of(task: Task) -> str | None:
 
 
 def assign_split_groups(tasks: Iterable[Task], eval_fraction: float, seed: int, stratify_by: str | None = None,
-                        id_fraction: float = 0.2, ood_families: Iterable[str] = ()) -> dict[str, Split]:
+                        id_fraction: float = 0.2, ood_families: Iterable[str] = (),
+                        id_min_per_family: int = 0) -> dict[str, Split]:
     """Task id -> split group (module docstring). Hand-written tasks get exactly what `assign_splits`
     gives them alone, so adding generated tasks never moves one of them."""
     if not 0 < id_fraction < 1:
@@ -98,4 +101,8 @@ def assign_split_groups(tasks: Iterable[Task], eval_fraction: float, seed: int, 
         by_family[family].append(t.id)
     for ids in by_family.values():  # every training family: >= 1 held-out and >= 1 training instance
         _ensure_both(ids, u, split, held="eval_id")
+        train = sorted((i for i in ids if split[i] == "train"), key=lambda i: (u[i], i))
+        missing = id_min_per_family - (len(ids) - len(train))
+        for i in train[:max(0, min(missing, len(train) - 1))]:
+            split[i] = "eval_id"
     return dict(sorted(split.items()))
