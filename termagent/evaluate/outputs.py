@@ -178,6 +178,11 @@ def write_eval_outputs(
         "wall": f"{details['wall_s']:.0f} s",
     }
     write_viewer(trajectories, out_dir, title=f"eval: {model}", summary=summary)
+    write_metrics(metrics_path, details)
+    return details
+
+
+def write_metrics(metrics_path: Path, details: dict[str, Any]) -> None:
+    """metrics_path (metric_numbers) and the details beside it (details_path)."""
     write_json(details_path(metrics_path), details)
     write_json(metrics_path, metric_numbers(details))
-    return details
