@@ -45,8 +45,10 @@ def test_local_eval_on_a_real_container(tmp_path, base_image, docker_client):
     assert metrics["first_turn_valid_json"] == 0.0  # the first reply of each attempt had no JSON
     assert metrics["mean_turns"] == 3 and metrics["errors"] == {}
     assert metrics["wall_s"] > 0
-    saved = json.loads((tmp_path / "replay.json").read_text())
+    saved = json.loads((tmp_path / "replay.details.json").read_text())
     assert saved == json.loads(json.dumps(metrics))
+    numbers = json.loads((tmp_path / "replay.json").read_text())  # the DVC metric: a few numbers
+    assert numbers["accuracy"] == 1.0 and numbers["pass_at_k"] == {"2": 1.0} and numbers["n_tasks"] == {"all": 1}
 
     trajectory = json.loads((tmp_path / "eval" / "trajectories" / "count-lines__0.json").read_text())
     assert trajectory["reward"] == 1.0 and trajectory["turns"][0]["parse_ok"] is False
