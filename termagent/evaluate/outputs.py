@@ -13,8 +13,9 @@ metrics/eval/<model>.json (docs/evaluation.md#metrics), the numbers `dvc metrics
     pass_at_k                    only with eval.attempts > 1 (pass@1 is the accuracy)
     sampled                      eval.sampled's k attempts at its temperature on eval_id: accuracy (the mean
                                  pass@1), accuracy_stderr, pass_at_<k>
-    by_split, n_tasks            the accuracy and the number of tasks of each held-out group
-    agent_timeouts, tokens_per_trial, wall_s   over every trial
+    by_split                     the accuracy of each other held-out group (eval, eval_ood)
+    n_tasks                      the number of tasks of each group
+    agent_timeouts, tokens_per_trial           over every trial (the wall time is in the details: `wall_s`)
 metrics/eval/<model>.details.json (an output, not a metric): the full compute_metrics of the primary set (per_task,
 errors, ended_by, protocol, ...), `by_split` and `sampled.by_split` (the same per group), `outcomes` (per task: its
 group, family, each attempt's 0/1), the backend's extras.
@@ -34,7 +35,7 @@ from typing import Any
 
 from termagent import atomic
 from termagent.evaluate.config import PRIMARY_GROUP
-from termagent.evaluate.metrics import compute_metrics, is_solved
+from termagent.evaluate.metrics import compute_metrics, details_path, is_solved
 from termagent.evaluate.viewer import trajectory_stem, write_viewer
 
 
@@ -64,12 +65,6 @@ def official_protocol(backend: str, section) -> dict[str, Any]:
 
 def write_json(path: Path, obj: Any) -> None:
     atomic.write_json(path, obj, default=str)
-
-
-def details_path(metrics_path: Path) -> Path:
-    """metrics/eval/<model>.json -> metrics/eval/<model>.details.json."""
-    metrics_path = Path(metrics_path)
-    return metrics_path.with_name(f"{metrics_path.stem}.details.json")
 
 
 def eval_details(trajectories: list[dict], *, model: str, protocol: dict[str, Any], wall_s: float,
@@ -119,13 +114,13 @@ def metric_numbers(details: dict[str, Any]) -> dict[str, Any]:
         out["sampled"] = {"accuracy": s["accuracy"], "accuracy_stderr": s["accuracy_stderr"],
                           f"pass_at_{k}": s["pass_at_k"].get(k)}
     groups = details.get("by_split") or {details["primary"]: details}
-    out["by_split"] = {g: m["accuracy"] for g, m in groups.items()}
+    if others := {g: m["accuracy"] for g, m in groups.items() if g != details["primary"]}:
+        out["by_split"] = others  # the primary group's is `accuracy`
     out["n_tasks"] = {g: m["n_tasks"] for g, m in groups.items()}
     trials = details["trials"]
     n = trials["n_trials"] or 1
     out["agent_timeouts"] = trials["agent_timeouts"]
     out["tokens_per_trial"] = {"in": round(trials["tokens"]["in"] / n, 1), "out": round(trials["tokens"]["out"] / n, 1)}
-    out["wall_s"] = details["wall_s"]
     return out
 
 

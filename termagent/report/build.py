@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from termagent import atomic
-from termagent.evaluate.outputs import details_path
+from termagent.evaluate.metrics import details_path
 from termagent.report.compare import overlap_table, paired_bootstrap, solved_tasks
 
 REQUIRED_FIELDS = ("n_tasks", "n_attempts", "accuracy", "accuracy_stderr", "per_task")
