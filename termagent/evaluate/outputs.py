@@ -7,7 +7,7 @@ timeout settings the numbers were measured under).
                                  model="base", protocol=local_protocol(...), wall_s=wall_s,
                                  split_of={"grep-count-0003": "eval_id", ...})
 
-metrics/eval/<model>.json (docs/evaluation.md#metrics), the numbers `dvc metrics diff` compares:
+metrics/eval/<model>.json (docs/evaluation.md#reading-metricsevalmodeljson), the numbers `dvc metrics diff` compares:
     accuracy, accuracy_stderr    the eval's own attempts (agent.temperature: greedy on the embedded profile) on
                                  eval_id (local backend: the same tasks for every model) or the whole benchmark
     pass_at_k                    only with eval.attempts > 1 (pass@1 is the accuracy)

@@ -36,7 +36,7 @@ class TasksConfig:
     split_seed: int = 0
     stratify_by: Literal["difficulty", "category"] | None = "difficulty"
     id_fraction: float = 0.2  # share of a training family's instances held out (split "eval_id")
-    id_min_per_family: int = 0  # and at least this many of each (the lowest hash points move), one train kept
+    id_min_per_family: int = 8  # and at least this many of each (the lowest hash points move), one train kept
     # whole families held out (split "eval_ood"): one skill both have nothing of in training
     ood_families: list[str] = field(default_factory=lambda: ["sqlite-query", "tar-archive"])
 
