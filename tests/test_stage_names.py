@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 MODELS = ("base", "warmup", "grpo", "sft", "dpo", "mt_grpo")
 # <model>_eval (the names of the eval stages before the foreach) and eval@<x>; `eval@<model>` is the foreach's own
 # placeholder, eval@{...} an f-string that builds a foreach name
-SUFFIXED = re.compile(r"(?<![\w-])((?:%s|<model>)_eval)\b" % "|".join(MODELS))
+SUFFIXED = re.compile(r"(?<![\w-])((?:" + "|".join(MODELS) + r"|<model>)_eval)\b")
 AT = re.compile(r"(?<![\w-])(eval@[\w<>{}.$-]+)")
 # eval@<model> is the foreach's placeholder; a middle model's eval is a stage once eval.models lists it (sft is opt-in)
 PLACEHOLDERS = {"eval@<model>", *(f"eval@{m}" for m in MODELS if m != "mt_grpo")}
