@@ -103,6 +103,7 @@ def test_metrics_diff_fits_a_screen_and_exp_show_a_table(tmp_path):
     diff = subprocess.run([DVC, "metrics", "diff"],
                           cwd=tmp_path, check=True, capture_output=True, text=True).stdout
     rows = [line for line in diff.splitlines() if line.strip()]
+    print(f"dvc metrics diff: {len(rows)} rows")
     assert 20 <= len(rows) <= 66, diff
     assert max(len(line) for line in rows) <= 120, diff
     git("add", "-A")
