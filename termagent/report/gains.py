@@ -39,10 +39,16 @@ def attempt_means(details: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def family_gains(details: dict[str, dict], trained: dict[str, list[str]], *, n_resamples: int, confidence: float,
                  seed: int) -> dict[str, dict[str, Any]]:
     """{gain: {"model", "start", "families", "trained": comparison, "all": comparison}} for each of RL_GAINS whose
-    model and start were evaluated and whose stages recorded their families (`trained`)."""
+    model was evaluated and whose stages recorded their families (`trained`). A start that was not evaluated (a
+    warmup that was off, a DPO without a pair) is replaced by its own nearest evaluated start, as in the report's
+    `against_start`."""
+    from termagent.report.build import effective_start
+
     out: dict[str, dict[str, Any]] = {}
     for name, (model, start, stages) in RL_GAINS.items():
-        if model not in details or start not in details or not all(s in trained for s in stages):
+        if start not in details:
+            start = effective_start(start, set(details))
+        if model not in details or start is None or not all(s in trained for s in stages):
             continue
         families = sorted({f for s in stages for f in trained[s]})
         m, s = attempt_means(details[model]), attempt_means(details[start])

@@ -168,3 +168,11 @@ def test_the_report_measures_each_rl_stage_on_the_families_it_trained_on(tmp_pat
     assert numbers["trained_families"]["final"]["n_tasks"] == 16
     assert numbers["vs_start"]["grpo"]["diff"] == 6 / 16  # greedy, the whole eval_id
     assert "## Each RL stage on the families it trained on" in (tmp_path / "reports" / "comparison.md").read_text()
+    (evals / "dpo.json").write_text(json.dumps({"evaluated": False}))  # DPO without a pair: MT-GRPO against the warmup
+    (evals / "dpo.details.json").write_text(json.dumps({"evaluated": False, "reason": "no pair"}))
+    result = CliRunner().invoke(load_stage().main, [
+        "--eval-dir", str(evals), "--params", str(tmp_path / "params.yaml"), "--summary", str(tmp_path / "s.json"),
+        "--reports", str(tmp_path / "reports"), *trained])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "reports" / "summary.json").read_text())
+    assert summary["gains"]["mt_grpo"]["start"] == "warmup" and summary["not_evaluated"] == {"dpo": "no pair"}
