@@ -1,4 +1,4 @@
-"""Batched vs serialised in-process generation on base_eval's protocol, in one run.
+"""Batched vs serialised in-process generation on eval@base's protocol, in one run.
 
     python scripts/bench_batching.py --out metrics/bench_batching.json          (make bench-batching)
 
@@ -9,7 +9,7 @@ difference is how the concurrent episodes share the model:
   cached      SerializedPolicy over the prefix-cached decoder (termagent.policy.kv): one call at a time,
               each episode's keys/values kept between its calls
   batched     BatchingPolicy over the prefix-cached decoder: the pending calls of concurrent episodes
-              decode as one batch (what base_eval runs with eval.batched + eval.prefix_cache)
+              decode as one batch (what eval@base runs with eval.batched + eval.prefix_cache)
 Measured per mode: wall time of run_local_eval (containers, terminals and verifiers included), trials/min,
 generated tokens/s (completion tokens the backend generated / wall, counted at the backend so that trials
 killed by their agent timeout count too), agent timeouts, and for batched the mean rows per batch.

@@ -2,9 +2,10 @@
 
     python scripts/collect_run.py --workspace /work/runA --run run11_seed0 --dest .
 
-Copies, as the stages wrote them: eval/<model>.json (per task and split), train/<stage>.json and the RL stages'
-steps.jsonl, sample/<model>.json (rates.json: per-task solve rates), datasets_summary.json, demos.json,
-summary.json and comparison.md (the report), dvc.lock (the exact params and hashes of the run). Adds
+Copies, as the stages wrote them: eval/<model>.json and eval/<model>.details.json (the numbers; per task, attempt
+and split), train/<stage>.json and the RL stages' steps.jsonl, sample/<model>.json (rates.json: per-task solve
+rates), datasets_summary.json, demos.json, summary.json, report.json and comparison.md (the report),
+trained_families.json (the families each RL stage trained on), dvc.lock (the exact params and hashes of the run). Adds
 minutes.json: each stage's wall minutes, read from the modification times of its outputs in DAG order (the
 first from --started, the run's start as a Unix time). Only files the run wrote (mtime >= --started) are copied.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from termagent.evaluate.config import eval_stage
 from termagent.evaluate.metrics import compute_metrics
 
 # DAG order; the file whose mtime ends each stage
@@ -42,7 +44,7 @@ def copy(src: Path, dst: Path, since: float) -> bool:
 def add_endings(metrics: Path, trajectories: Path) -> None:
     """Eval metrics written before they counted endings: `ended_by` and `agent_timeouts` from the trajectories."""
     doc = json.loads(metrics.read_text())
-    if "ended_by" in doc or not trajectories.is_dir():
+    if "ended_by" in doc or "per_task" not in doc or not trajectories.is_dir():  # new: in the details' `trials`
         return
     records = [json.loads(f.read_text()) for f in sorted(trajectories.glob("*.json"))]
     fresh = compute_metrics(records, protocol={}, wall_s=0.0)
@@ -68,8 +70,9 @@ def main(workspace: Path, run_name: str, dest: Path, started: float) -> None:
     for d in sorted((ws / "data/sample").glob("*/rates.json")):
         copy(d, out / "sample" / f"{d.parent.name}.json", started)
     for src, name in (("data/datasets/summary.json", "datasets_summary.json"), ("metrics/demos.json", "demos.json"),
-                      ("metrics/summary.json", "summary.json"), ("reports/comparison.md", "comparison.md"),
-                      ("dvc.lock", "dvc.lock")):
+                      ("metrics/summary.json", "summary.json"), ("reports/summary.json", "report.json"),
+                      ("reports/comparison.md", "comparison.md"), ("metrics/trained_families.json",
+                                                                  "trained_families.json"), ("dvc.lock", "dvc.lock")):
         copy(ws / src, out / name, started)
     minutes, last = {}, started
     for stage, f in STAGE_ENDS:
@@ -83,12 +86,12 @@ def main(workspace: Path, run_name: str, dest: Path, started: float) -> None:
             minutes[stage] = round((t - last) / 60, 1)
         last = t
     evals = {}
-    for f in sorted((ws / "metrics/eval").glob("*.json")):
+    for f in sorted((ws / "metrics/eval").glob("*.details.json")):
         if f.stat().st_mtime < started:
             continue
         wall = json.loads(f.read_text()).get("wall_s")
         if wall is not None:
-            evals[f"eval@{f.stem}"] = round(wall / 60, 1)
+            evals[eval_stage(f.name.removesuffix(".details.json"))] = round(wall / 60, 1)
     doc = {"how": "stage minutes from output modification times in DAG order; evals from their wall_s",
            "stages": minutes, "evals": evals}
     ends = [(ws / f).stat().st_mtime for f in ("metrics/summary.json", "reports/comparison.md") if (ws / f).exists()]

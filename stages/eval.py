@@ -1,13 +1,15 @@
-"""DVC stages `eval@<model>` (eval@base, eval@sft, ...: one foreach over eval.models): evaluate one model.
+"""DVC stages `eval@<model>` (eval@base, eval@warmup, ...: one foreach over eval.models) and `mt_grpo_eval` (the
+final model): evaluate one model.
 
     python stages/eval.py --model base --tasks data/tasks.json --image data/image.json \
         --out data/eval/base --metrics metrics/eval/base.json        # what `dvc repro eval@base` runs
-    python stages/eval.py --model sft --profile h100 ...
+    python stages/eval.py --model mt_grpo --profile h100 ...         # mt_grpo_eval on the H100 profile
 
 Runs termagent.evaluate.model.evaluate_model (backend local | harbor | tb1).
 Reads params: eval (all keys), agent (all keys), serve (policy serve / harbor / tb1), engine (policy openvino),
 sandbox runner keys.
-Writes --metrics and --out (trajectories, index.json, index.html), and <eval.harbor.jobs_dir>/<model> (Harbor's job).
+Writes --metrics (a few numbers) and its details (metrics/eval/<model>.details.json: per task and attempt, per group,
+protocol), --out (trajectories, index.json, index.html), and <eval.harbor.jobs_dir>/<model> (Harbor's job).
 """
 
 from __future__ import annotations
@@ -49,9 +51,11 @@ def main(model: str, tasks_index: Path, image_record: Path, out_dir: Path, metri
     if m.get("evaluated") is False:
         click.echo(f"{metrics_path}: not evaluated ({m['reason']})")
         return
-    click.echo(f"{metrics_path}: accuracy {m['accuracy']:.3f} ± {m['accuracy_stderr']:.3f} "
+    sampled = ((m.get("sampled") or {}).get("by_split") or {}).get(m["primary"])
+    click.echo(f"{metrics_path}: accuracy {m['accuracy']:.3f} ± {m['accuracy_stderr']:.3f} on {m['primary']} "
                f"({m['n_tasks']} tasks x {m['n_attempts']}), pass@k {m['pass_at_k']}, "
-               f"errors {m['errors']}, wall {m['wall_s']:.0f} s")
+               + (f"sampled {sampled['accuracy']:.3f} ({sampled['n_attempts']} attempts), " if sampled else "")
+               + f"errors {m['trials']['errors']}, wall {m['wall_s']:.0f} s")
     click.echo(f"viewer: {out_dir / 'index.html'}")
 
 

@@ -8,7 +8,8 @@ Reads params: grpo (all keys), agent (the terminal: pane size, observation limit
 protocol: agent.protocol, harbor_package, harbor_version),
 sandbox (runner keys). Starts where models/warmup/start.json says (the warmup adapter when warmup.enabled,
 the embedded profile; else the base model, H100).
-Writes the adapter (--out), rollouts.jsonl / steps.jsonl / screens.json (--rollouts-dir), checkpoints
+Writes the adapter (--out), rollouts.jsonl / steps.jsonl / screens.json / families.json (the families it trained
+on, termagent.trained) (--rollouts-dir), checkpoints
 (--checkpoints; a rerun with the same config resumes from the last one), and --metrics-dir: train.json,
 timing.json, reward_distribution.json, dvclive/ curves, curves.png, reward.png.
 """
@@ -31,6 +32,7 @@ from termagent.tasks.index import tasks_in_split
 from termagent.train.common import relaunch_distributed
 from termagent.train.grpo import GRPOParams, GRPOPaths, train_grpo
 from termagent.train.single_turn import EnvConfig
+from termagent.trained import write_trained_families
 
 P = click.Path(path_type=Path)
 
@@ -78,6 +80,11 @@ def main(params_file, profile, warmup, tasks_index, rates, image, out, rollouts_
                            env_config=env, extra_fingerprint={"agent": dataclasses.asdict(env)}, engine=s.engine)
         except (FileNotFoundError, ValueError, RuntimeError) as e:
             raise click.ClickException(str(e)) from e
+    try:
+        families = write_trained_families("grpo", rollouts_dir, tasks_index)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(f"{rollouts_dir / 'families.json'}: trained on {', '.join(families['families'])}")
     click.echo(f"{out}: {m['steps']} steps ({m['seconds_per_step'] or 0:.1f} s/step), {m['n_rollouts']} rollouts, "
                f"valid JSON {m['valid_json_rate']:.2f}, verifier pass {m['verifier_pass_rate']:.2f}, "
                f"groups with a pass and a fail: {m['groups_signal']}/{m['groups']}, "

@@ -7,7 +7,7 @@ Episodes run in real containers through the eval agent loop (termagent/train/mt_
 token buffers, advantages and filtering work). Reads params: mt_grpo (all keys), agent (pane, observation
 limit, deadline margin; the RL settings override turns, per-turn cap, temperature, context strategy),
 sandbox runner keys. Writes --out (PEFT adapter + tokenizer), --rollouts-dir (rollouts.jsonl with turn_info,
-steps.jsonl), --metrics-dir (train.json, dvclive/ curves).
+steps.jsonl, families.json: the families it trained on, termagent.trained), --metrics-dir (train.json, dvclive/ curves).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from termagent.policy.openvino import EngineConfig
 from termagent.sandbox.settings import SandboxParams
 from termagent.train.common import relaunch_distributed
 from termagent.train.mt_grpo import MTGRPOParams, load_task_list, train_mt_grpo
+from termagent.trained import write_trained_families
 
 P = click.Path(path_type=Path)
 
@@ -62,6 +63,11 @@ def main(params_file, profile, base, start_adapter, task_list, index, image, out
                               out_dir=out, rollouts_dir=rollouts_dir, metrics_dir=metrics_dir, engine=s.engine)
         except (FileNotFoundError, ValueError, RuntimeError) as e:
             raise click.ClickException(str(e)) from e
+    try:
+        families = write_trained_families("mt_grpo", rollouts_dir, index)
+    except ValueError as e:
+        raise click.ClickException(str(e)) from e
+    click.echo(f"{rollouts_dir / 'families.json'}: trained on {', '.join(families['families'])}")
     click.echo(f"{out}: {m['steps']} steps, {m['wall_s']:.0f} s (step wall {m['step_wall_s']}), filtered "
                f"{m['filtered_frac']}, drift turns {m['drift_turns']} / clean {m['clean_turns']}, "
                f"reward {m['reward_mean']}")

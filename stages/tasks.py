@@ -6,7 +6,7 @@ and write the index data/tasks.json (id, hash, layout, split, path, metadata).
     python stages/tasks.py --out /tmp/tasks.json --profile h100
 
 Reads params: tasks.dirs, tasks.eval_fraction, tasks.split_seed, tasks.stratify_by, tasks.id_fraction,
-tasks.ood_families.
+tasks.id_min_per_family, tasks.ood_families.
 `termagent tasks index PATHS` runs the same `index_tasks` with its flags instead of params.
 """
 

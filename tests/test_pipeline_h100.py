@@ -4,8 +4,8 @@ a scratch copy of the repository; `dvc repro report` runs to the end.
 
 What the warmup being off must not break: every stage's declared outputs exist (the warmup's metrics say it was
 off, with no curve or number of training that did not happen), every consumer finds its model (GRPO, SFT, DPO and
-MT-GRPO start from the base start.json names), warmup_eval evaluates nothing (that model is the base, which
-base_eval evaluates) and says so, and the report names every model, the warmup as not evaluated with the reason.
+MT-GRPO start from the base start.json names), eval@warmup evaluates nothing (that model is the base, which
+eval@base evaluates) and says so, and the report names every model, the warmup as not evaluated with the reason.
 """
 
 from __future__ import annotations
@@ -73,18 +73,20 @@ def test_warmup_eval_evaluates_nothing_and_the_report_names_every_model(pipeline
     through = [m for m in TRAINED if passed_through(m, pipeline / "models")]
     assert through in ([], ["dpo"])
     for model in through:
-        record = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
-        assert record["evaluated"] is False and "models/sft unchanged, which eval@sft evaluates" in record["reason"]
-    trained = [m for m in TRAINED if m not in through]
+        assert json.loads((pipeline / f"metrics/eval/{model}.json").read_text()) == {"evaluated": False}
+        record = json.loads((pipeline / f"metrics/eval/{model}.details.json").read_text())
+        assert "models/sft unchanged, which eval@sft evaluates" in record["reason"]
+    trained = [m for m in TRAINED if m not in through and m != "sft"]  # sft's eval is opt-in (eval.models)
     evaluated = ["base", *trained]
     warmup = json.loads((pipeline / "metrics/eval/warmup.json").read_text())
     assert warmup["evaluated"] is False and "accuracy" not in warmup
     assert json.loads((pipeline / "data/eval/warmup/skipped.json").read_text())["evaluated"] is False
-    groups = yaml.safe_load((pipeline / "params.yaml").read_text())["eval"]["models"]
+    params = yaml.safe_load((pipeline / "params.yaml").read_text())["eval"]
+    groups = {**params["models"], "mt_grpo": params["final"]}
     for model in evaluated:
         metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
-        assert metrics["n_attempts"] >= 1 and set(metrics["by_split"]) == set(groups[model]), model
-    summary = json.loads((pipeline / "metrics/summary.json").read_text())
+        assert set(metrics["n_tasks"]) == set(groups[model]), model
+    summary = json.loads((pipeline / "reports/summary.json").read_text())
     assert sorted(summary["models"]) == sorted(evaluated)
     assert sorted(summary["comparisons"]) == sorted(trained)
     assert sorted(summary["not_evaluated"]) == sorted(["warmup", *through])

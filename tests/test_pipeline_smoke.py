@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from termagent.evaluate.config import eval_stage
 from tests.scratch_repo import run as _run
 from tests.scratch_repo import scratch_copy
 
-MODELS = ["base", "warmup", "grpo", "sft", "dpo", "mt_grpo"]
+MODELS = ["base", "warmup", "grpo", "dpo", "mt_grpo"]  # the evaluated ones (eval.models and the final; sft is opt-in)
 # `image` is always_changed (it checks the engine for the tag): it is listed by every `dvc status`.
 ALWAYS = {"image"}
 
@@ -51,20 +52,27 @@ def pipeline(tmp_path_factory) -> Path:
 def test_every_stage_ran_and_every_model_was_evaluated_per_split_group(pipeline):
     from termagent.models.artifact import passed_through
 
+    params = yaml.safe_load((pipeline / "params.yaml").read_text())["eval"]
     for model in MODELS:
         metrics = json.loads((pipeline / f"metrics/eval/{model}.json").read_text())
+        details = json.loads((pipeline / f"metrics/eval/{model}.details.json").read_text())
         if passed_through(model, pipeline / "models"):  # DPO without a pair: the SFT adapter, eval@sft's
-            assert model == "dpo" and metrics["evaluated"] is False and "which eval@sft evaluates" in metrics["reason"]
+            assert model == "dpo" and metrics == {"evaluated": False} and "which eval@sft evaluates" in details["reason"]
             continue
-        assert metrics["n_attempts"] >= 1, model
-        groups = yaml.safe_load((pipeline / "params.yaml").read_text())["eval"]["models"][model]
-        assert set(metrics["by_split"]) == set(groups), model  # eval.models: the groups of each model's eval
+        assert details["n_attempts"] >= 1 and details["primary"] == "eval_id", model
+        groups = params["final"] if model == "mt_grpo" else params["models"][model]
+        assert set(metrics["n_tasks"]) == set(groups), model  # the groups of each model's eval
+        if model != "base":  # eval.sampled: one sampled attempt per eval_id task, its 0/1 in the details
+            assert "sampled" in metrics and all(len(o["sampled"]) == 1 for o in details["outcomes"].values()
+                                                if o["split"] == "eval_id"), model
+    trained = json.loads((pipeline / "metrics/trained_families.json").read_text())
+    assert set(trained) == {"grpo", "mt_grpo"} and trained["grpo"], trained  # families of train tasks only
     for adapter in ["grpo", "sft", "dpo", "mt_grpo"]:
         assert (pipeline / f"models/{adapter}/adapter_config.json").is_file(), adapter
     assert (pipeline / "data/rollouts/grpo/rollouts.jsonl").stat().st_size > 0
     assert (pipeline / "data/rollouts/mt_grpo/rollouts.jsonl").stat().st_size > 0
-    summary = json.loads((pipeline / "metrics/summary.json").read_text())
-    assert json.dumps(summary)  # the report read every model's metrics
+    summary = json.loads((pipeline / "reports/summary.json").read_text())
+    assert set(summary["models"]) | set(summary["not_evaluated"]) == set(MODELS)  # the report read every model's eval
     assert _stale_stages(pipeline) == set()
 
 
@@ -75,7 +83,7 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
     _run(["git", "add", "-A"], pipeline)
     _run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first run"], pipeline)
     readers = {"mt_grpo.credit.turn_gamma": {"mt_grpo"}, "dpo.trl.beta": {"dpo"}, "grpo.max_resamples": {"grpo"},
-               "eval.attempts": {f"eval@{m}" for m in MODELS}, "curate.min_quality": {"curate"},
+               "eval.attempts": {eval_stage(m) for m in MODELS}, "curate.min_quality": {"curate"},
                "sample.attempts": {"sample_warmup", "sample_dpo"},
                # the run's seed (`dvc exp run -S seed=1`): every training stage, nothing else
                "seed": {"sample_warmup", "warmup", "grpo", "sft", "dpo", "sample_dpo", "curate", "mt_grpo"}}
@@ -91,7 +99,7 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
         _set_param(pipeline, "mt_grpo.credit.turn_gamma", 0.9)
         out = _run([sys.executable, "-m", "dvc", "repro", "report"], pipeline)
         ran = {line.split("'")[1] for line in out.splitlines() if line.startswith("Running stage")}
-        assert ran - ALWAYS == {"mt_grpo", "eval@mt_grpo", "report"}
+        assert ran - ALWAYS == {"mt_grpo", "mt_grpo_eval", "report"}
         assert _stale_stages(pipeline) == set()
         diff = json.loads(_run([sys.executable, "-m", "dvc", "metrics", "diff", "--all", "--json", "HEAD"], pipeline))
         for path, key in [("metrics/eval/mt_grpo.json", "accuracy"), ("metrics/mt_grpo/train.json", "wall_s")]:

@@ -21,7 +21,7 @@ from termagent.params import profile_option, read_sections
 
 @click.group("eval")
 def eval_group() -> None:
-    """Evaluation tools (the eval itself runs as a DVC stage: `dvc repro eval@base`)."""
+    """Evaluation tools (the eval itself runs as a DVC stage: `dvc repro eval@base`, `dvc repro mt_grpo_eval`)."""
 
 
 @eval_group.command("view")
@@ -54,10 +54,10 @@ def view(source: Path, out: Path | None, title: str | None) -> None:
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Metrics JSON to write.")
 @click.option("--viewer-dir", type=click.Path(path_type=Path), help="Also write trajectories + viewer here.")
 def convert(kind: str, run_dir: Path, model: str, out: Path, viewer_dir: Path | None) -> None:
-    """Convert a Harbor job directory or a TB1 run directory into our metrics schema."""
+    """Convert a Harbor job directory or a TB1 run directory into our metrics schema (the numbers in OUT, the
+    details beside it: <stem>.details.json)."""
     from termagent.evaluate.harbor import convert_harbor_job
-    from termagent.evaluate.metrics import compute_metrics
-    from termagent.evaluate.outputs import write_eval_outputs, write_json
+    from termagent.evaluate.outputs import eval_details, write_eval_outputs, write_metrics
     from termagent.evaluate.tb1 import convert_tb1_results
 
     try:
@@ -70,8 +70,8 @@ def convert(kind: str, run_dir: Path, model: str, out: Path, viewer_dir: Path | 
         metrics = write_eval_outputs(records, out_dir=viewer_dir, metrics_path=out, model=model,
                                      protocol=protocol, wall_s=0.0, extra_metrics=extra)
     else:
-        metrics = {**compute_metrics(records, protocol=protocol, wall_s=0.0, model=model), **extra}
-        write_json(out, metrics)
+        metrics = {**eval_details(records, model=model, protocol=protocol, wall_s=0.0), **extra}
+        write_metrics(out, metrics)
     click.echo(f"{out}: accuracy {metrics['accuracy']:.3f} ± {metrics['accuracy_stderr']:.3f} "
                f"over {metrics['n_tasks']} tasks x {metrics['n_attempts']}")
 

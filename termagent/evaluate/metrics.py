@@ -28,9 +28,16 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 SOLVED_REWARD = 1.0 - 1e-9
+
+
+def details_path(metrics_path: Path) -> Path:
+    """metrics/eval/<model>.json -> metrics/eval/<model>.details.json (termagent.evaluate.outputs writes both)."""
+    metrics_path = Path(metrics_path)
+    return metrics_path.with_name(f"{metrics_path.stem}.details.json")
 
 
 def is_solved(reward: float | None) -> bool:

@@ -1,20 +1,22 @@
-"""Evaluate one model on the held-out split: `evaluate_model(...)`, what every `<model>_eval` stage runs.
+"""Evaluate one model on the held-out split: `evaluate_model(...)`, what every eval stage runs (`eval@<model>`,
+`mt_grpo_eval`).
 
     metrics = evaluate_model("base", EvalConfig(), agent=AgentConfig(), sandbox=SandboxParams(),
                              serve=ServeConfig(), tasks_index=Path("data/tasks.json"),
                              image_record=Path("data/image.json"), out_dir=Path("data/eval/base"),
                              metrics_path=Path("metrics/eval/base.json"))
 
-eval.backend local: the tasks of the split groups `cfg.split` (each capped by `cfg.max_per_split`, spread
-over families) x `cfg.attempts` through the sandbox with the
-TerminusAgent; the policy is models/base (+ models/<model> when that is an adapter), in-process on the OpenVINO
-engine (`policy: openvino`, models/base_openvino) or transformers (`policy: hf`), or behind `termagent serve`
-(`policy: serve`). harbor | tb1: serve the model and run the
-official harness (Python >= 3.12, internet). Writes metrics_path and out_dir (trajectories, index.json,
-index.html); the metrics carry `by_split`, the same fields per split group. Returns the metrics.
+eval.backend local: the tasks of the model's held-out groups (`groups_for`: eval.models[model], eval.final for the
+final model; each capped by `cfg.max_per_split`, spread over families) x `cfg.attempts` at agent.temperature, and
+the tasks of `cfg.sampled.splits` x `cfg.sampled.attempts` at its temperature (seeded), through the sandbox with the
+TerminusAgent, in one run; the policy is models/base (+ models/<model> when that is an adapter), in-process on the
+OpenVINO engine (`policy: openvino`, models/base_openvino) or transformers (`policy: hf`), or behind `termagent
+serve` (`policy: serve`). harbor | tb1: serve the model and run the official harness (Python >= 3.12, internet;
+eval.sampled does not apply). Writes metrics_path (a few numbers), its details beside it
+(termagent.evaluate.outputs) and out_dir (trajectories, index.json, index.html). Returns the details.
 A model stage that trained nothing (the warmup with `warmup.enabled: false`: models/warmup holds only
 start.json; DPO without a pair, which saves the SFT adapter unchanged) is not evaluated: both outputs say so
-(`evaluated: false` and why), with no number.
+(`evaluated: false`; the details say why), with no number.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from typing import Any
 
 from termagent.evaluate.config import EvalConfig
 from termagent.evaluate.outputs import local_protocol, official_protocol, write_eval_outputs
-from termagent.evaluate.trajectories import run_local_eval
 from termagent.models.artifact import ModelArtifact
 
 
@@ -59,11 +60,13 @@ def write_not_evaluated(model: str, start: dict, *, reason: str, out_dir: Path, 
     outputs say so and carry no number (`evaluated: false`, the reason, the start record or manifest); the
     report leaves the model out and says why. Returns that record."""
     from termagent import atomic
+    from termagent.evaluate.outputs import details_path
 
     record = {"model": model, "evaluated": False, "reason": reason, "start": start}
     with atomic.staged_dir(out_dir) as staging:  # no trajectory of an earlier run survives
         atomic.write_json(staging / "skipped.json", record)
-    atomic.write_json(metrics_path, record)
+    atomic.write_json(details_path(metrics_path), record)
+    atomic.write_json(metrics_path, {"evaluated": False})
     log(f"eval {model}: not evaluated: {reason}")
     return record
 
@@ -71,8 +74,11 @@ def write_not_evaluated(model: str, start: dict, *, reason: str, out_dir: Path, 
 def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox_params, serve_cfg,
                     tasks_index: Path, image_record: Path, out_dir: Path, metrics_path: Path, log,
                     engine=None) -> dict[str, Any]:
+    import dataclasses
+
     from termagent.agent import TerminusAgent
-    from termagent.evaluate.splits import metrics_by_split, select_held_out
+    from termagent.evaluate.splits import select_held_out
+    from termagent.evaluate.trajectories import attempt_plan, run_trial_plan
     from termagent.policy import OpenAISpec, make_policy
     from termagent.policy.openvino import EngineConfig
     from termagent.policy.shared import in_process_policy
@@ -80,7 +86,8 @@ def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox
     from termagent.serve import sampling_defaults, serving
     from termagent.tasks.index import read_index, tasks_in_split
 
-    split_of = {r["id"]: r["split"] for r in read_index(tasks_index)["tasks"]}
+    rows = read_index(tasks_index)["tasks"]
+    split_of = {r["id"]: r["split"] for r in rows}
     tasks = select_held_out(tasks_in_split(tasks_index, cfg.split), split_of, cfg.max_per_split)
     if cfg.max_tasks:
         tasks = sorted(tasks, key=lambda t: t.id)[: cfg.max_tasks]
@@ -101,15 +108,29 @@ def _evaluate_local(artifact: ModelArtifact, cfg: EvalConfig, agent_cfg, sandbox
                                        concurrency=cfg.concurrency, batched=cfg.batched, prefix_cache=cfg.prefix_cache)
         stack.callback(policy.close)
         agent = TerminusAgent(policy, agent_cfg)
-        log(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts, concurrency {cfg.concurrency}")
-        trajectories, wall_s = run_local_eval(sandbox, tasks, agent, attempts=cfg.attempts,
-                                              concurrency=cfg.concurrency, model=model)
+        work = attempt_plan(tasks, agent, range(cfg.attempts))
+        sampled = cfg.sampled
+        sampled_tasks = [t for t in tasks if split_of[t.id] in sampled.splits] if sampled.applies_to(model) else []
+        if sampled_tasks:  # numbered after the eval's own attempts: attempt a sends seed + 1000 a with every call
+            sampler = TerminusAgent(policy, dataclasses.replace(agent_cfg, temperature=sampled.temperature,
+                                                                seed=sampled.seed))
+            work += attempt_plan(sampled_tasks, sampler, range(cfg.attempts, cfg.attempts + sampled.attempts))
+        log(f"eval {model}: {len(tasks)} tasks x {cfg.attempts} attempts at temperature {agent_cfg.temperature}"
+            + (f", {len(sampled_tasks)} x {sampled.attempts} sampled at {sampled.temperature} (seed {sampled.seed})"
+               if sampled_tasks else "") + f", concurrency {cfg.concurrency}")
+        trajectories, wall_s = run_trial_plan(sandbox, work, concurrency=cfg.concurrency, model=model)
         context_limit = getattr(policy, "context_limit", None)  # the policy's own, when params set none
+    for t in trajectories:
+        t["mode"] = "sampled" if t["attempt"] >= cfg.attempts else "eval"
     protocol = local_protocol(agent_cfg, tasks, agent=f"termagent {agent.name}", context_limit=context_limit)
-    by_split = metrics_by_split(trajectories, split_of, protocol=protocol, wall_s=wall_s, model=model)
     return write_eval_outputs(trajectories, out_dir=out_dir, metrics_path=metrics_path, model=model,
-                              protocol=protocol, wall_s=wall_s,
-                              extra_metrics={"backend": "local", "split": cfg.split, "by_split": by_split,
+                              protocol=protocol, wall_s=wall_s, split_of=split_of,
+                              families={r["id"]: r.get("family") for r in rows},
+                              sampled={"temperature": sampled.temperature, "attempts": sampled.attempts,
+                                       "seed": sampled.seed, "first_attempt": cfg.attempts,
+                                       "seeding": "attempt a: seed + 1000 a on every call (termagent.agent.loop)"}
+                              if sampled_tasks else None,
+                              extra_metrics={"backend": "local", "split": cfg.split,
                                              **({"serving": sampling_defaults(serve_cfg.backend, serve_cfg.vllm)}
                                                 if cfg.policy == "serve" else {})})
 

@@ -3,6 +3,8 @@ trajectory (the agent's episode record plus the reward, error and verifier outpu
 is the TerminusAgent loop that demos and multi-turn RL use, so a model is evaluated in the format it was trained in.
 
     trajectories, wall_s = run_local_eval(sandbox, tasks, agent, attempts=2, concurrency=2, model="base")
+    trajectories, wall_s = run_trial_plan(sandbox, attempt_plan(tasks, greedy, range(1))
+                                          + attempt_plan(tasks, sampled, range(1, 3)), concurrency=8, model="sft")
 """
 
 from __future__ import annotations
@@ -42,12 +44,25 @@ def run_local_eval(
     """Run every task `attempts` times (attempt 0..attempts-1) with at most `concurrency` trials at
     once; progress lines on stderr named `description` (default "eval <model>"). Returns (trajectories,
     wall seconds)."""
-    from termagent.sandbox import run_trials  # heavy (docker SDK): imported when an eval runs
-
     if attempts < 1:
         raise ValueError(f"eval.attempts must be >= 1, got {attempts}")
-    # attempt-major order: with bounded concurrency every task gets its first attempt early
-    work = [(task, agent, attempt) for attempt in range(attempts) for task in tasks]
+    return run_trial_plan(sandbox, attempt_plan(tasks, agent, range(attempts)), concurrency=concurrency, model=model,
+                          progress=progress, description=description)
+
+
+def attempt_plan(tasks: list, agent, attempts) -> list[tuple]:
+    """(task, agent, attempt) for each attempt number and task, attempt-major: with bounded concurrency every task
+    gets its first attempt early."""
+    return [(task, agent, attempt) for attempt in attempts for task in tasks]
+
+
+def run_trial_plan(sandbox, work: list[tuple], *, concurrency: int, model: str, progress: bool = True,
+                   description: str | None = None) -> tuple[list[dict], float]:
+    """Run (task, agent, attempt) trials, at most `concurrency` at once (each trial with its own agent: the greedy
+    and the sampled attempts of an eval share one run); progress lines on stderr named `description` (default
+    "eval <model>"). Returns (trajectories, wall seconds)."""
+    from termagent.sandbox import run_trials  # heavy (docker SDK): imported when an eval runs
+
     started = time.monotonic()
     results = run_trials(sandbox, work, concurrency=concurrency, progress=progress,
                          description=description or f"eval {model}")

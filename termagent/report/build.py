@@ -1,5 +1,7 @@
-"""The report: read every model's metrics/eval/<model>.json, write metrics/summary.json,
-reports/overlap.md, reports/comparison.md and reports/accuracy.png.
+"""The report: read every model's eval (metrics/eval/<model>.json and the details beside it), write
+metrics/summary.json (a few numbers: each model against its start, each RL stage on its trained families),
+reports/summary.json (everything, text included), reports/overlap.md, reports/comparison.md and reports/accuracy.png.
+Every comparison is on the primary set (eval_id: the same tasks for every model) or a named group.
 
     metrics = load_eval_metrics([Path("metrics/eval/base.json"), Path("metrics/eval/sft.json")])
     summary = build_summary(metrics, base="base", n_resamples=10000, confidence=0.95, seed=0)
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from termagent import atomic
+from termagent.evaluate.metrics import details_path
 from termagent.report.compare import overlap_table, paired_bootstrap, solved_tasks
 
 REQUIRED_FIELDS = ("n_tasks", "n_attempts", "accuracy", "accuracy_stderr", "per_task")
@@ -36,29 +39,36 @@ def read_json_object(path: Path, what: str = "an eval metrics file") -> dict:
 
 
 
+def read_details(path: Path) -> dict:
+    """The details of the eval whose metrics file is `path` (metrics/eval/<model>.details.json)."""
+    details = details_path(path)
+    if not details.is_file():
+        raise ValueError(f"{path}: no {details.name} beside it (the per-task outcomes the report compares)")
+    return read_json_object(details, "an eval details file")
+
+
 def not_evaluated(paths: list[Path]) -> dict[str, str]:
-    """{model name: why} for the metrics files of models that were not evaluated (`evaluated: false`: a
-    warmup that was off trained nothing, termagent.evaluate.model.write_not_evaluated)."""
+    """{model name: why} for the models that were not evaluated (`evaluated: false`: a warmup that was off trained
+    nothing, termagent.evaluate.model.write_not_evaluated; the reason is in the details)."""
     out: dict[str, str] = {}
     for path in sorted(Path(p) for p in paths):
-        metrics = read_json_object(path)
-        if metrics.get("evaluated") is False:
-            out[path.stem] = str(metrics.get("reason") or "not evaluated")
+        if read_json_object(path).get("evaluated") is False:
+            out[path.stem] = str(read_details(path).get("reason") or "not evaluated")
     return out
 
 
 def load_eval_metrics(paths: list[Path]) -> dict[str, dict]:
-    """{model name: metrics} from metrics files; the name is the file's stem (metrics/eval/sft.json
-    -> "sft"), which is also the stage's name prefix. A model that was not evaluated (`evaluated: false`)
-    is left out: `not_evaluated` lists it with the reason."""
+    """{model name: details} of the evals whose metrics files are `paths`; the name is the file's stem
+    (metrics/eval/sft.json -> "sft"). A model that was not evaluated (`evaluated: false`) is left out:
+    `not_evaluated` lists it with the reason."""
     out: dict[str, dict] = {}
     for path in sorted(Path(p) for p in paths):
-        metrics = read_json_object(path)
-        if metrics.get("evaluated") is False:
+        if read_json_object(path).get("evaluated") is False:
             continue
+        metrics = read_details(path)
         missing = [f for f in REQUIRED_FIELDS if f not in metrics]
         if missing:
-            raise ValueError(f"{path}: eval metrics file lacks field(s) {', '.join(missing)}")
+            raise ValueError(f"{details_path(path)}: eval details lack field(s) {', '.join(missing)}")
         out[path.stem] = metrics
     if not out:
         raise ValueError("no eval metrics files given")
@@ -202,6 +212,7 @@ def _verdict(c: dict) -> str:
 def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) -> str:
     """The comparison tables; with `training` ({stage: train.json}), a closing section with what the training
     stages reported (termagent.report.training)."""
+    from termagent.report.gains import gains_markdown
     from termagent.report.training import training_markdown
 
     training = training or {}
@@ -243,6 +254,8 @@ def comparison_markdown(summary: dict, training: dict[str, dict] | None = None) 
                 lines.append(
                     f"| {m} | {a['start']} | {group} | {c['n_tasks']} | {c['accuracy']:.3f} | {c['base_accuracy']:.3f} "
                     f"| {c['diff']:+.3f} | {c['ci_low']:+.3f} | {c['ci_high']:+.3f} | {_verdict(c)} |")
+    if section := gains_markdown(summary.get("gains") or {}):
+        lines += ["", section.rstrip("\n")]
     if section := training_markdown(training):
         lines += ["", section.rstrip("\n")]
     return "\n".join(lines) + "\n"
@@ -280,8 +293,8 @@ def plot_accuracy(summary: dict, path: Path) -> None:
 
 def write_reports(summary: dict, metrics: dict[str, dict], reports_dir: Path,
                   summary_path: Path | None = None, training: dict[str, dict] | None = None) -> list[Path]:
-    """reports_dir/{overlap.md, overlap.json, comparison.md, accuracy.png}, and with `summary_path` the
-    numeric summary (metrics/summary.json, a DVC metric). The `report` stage and `termagent report` both
+    """reports_dir/{summary.json, overlap.md, overlap.json, comparison.md, accuracy.png}, and with `summary_path`
+    the few numbers of metrics/summary.json (a DVC metric, `metrics_view`). The `report` stage and `termagent report` both
     write through here."""
     reports_dir = Path(reports_dir)
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -289,6 +302,7 @@ def write_reports(summary: dict, metrics: dict[str, dict], reports_dir: Path,
     for name, text in [("overlap.md", overlap_markdown(summary, metrics)),
                        ("comparison.md", comparison_markdown(summary, training))]:
         written.append(atomic.write_text(reports_dir / name, text))
+    written.append(atomic.write_json(reports_dir / "summary.json", summary))
     written.append(atomic.write_json(reports_dir / "overlap.json", {
         "overlap": summary["overlap"], "solved": {m: s["solved"] for m, s in summary["models"].items()}}))
     plot_accuracy(summary, reports_dir / "accuracy.png")
@@ -298,31 +312,17 @@ def write_reports(summary: dict, metrics: dict[str, dict], reports_dir: Path,
     return written
 
 
+def _ci(c: dict | None) -> dict | None:
+    return None if c is None else {"diff": c["diff"], "ci_low": c["ci_low"], "ci_high": c["ci_high"]}
+
+
 def metrics_view(summary: dict) -> dict:
-    """The numeric part of the summary, for metrics/summary.json (`dvc metrics diff` compares
-    leaves; task lists live in reports/overlap.json instead)."""
+    """metrics/summary.json: the few numbers `dvc metrics diff` compares between runs (each model's own accuracy is
+    in its metrics/eval/<model>.json): each model against its start on the whole eval_id (`vs_start`), each RL
+    stage against its start on the eval_id instances of the families it trained on, the mean over attempts
+    (`trained_families`, with the number of tasks). Everything else, text included, is in reports/summary.json."""
     return {
-        "base": summary["base"],
-        "models": {m: {k: v for k, v in s.items() if k != "solved"} for m, s in summary["models"].items()},
-        "comparisons": {
-            m: {k: v for k, v in c.items() if k not in ("model", "base")} for m, c in summary["comparisons"].items()
-        },
-        "solved_by_all": summary["solved_by_all"],
-        "solved_by_none": summary["solved_by_none"],
-        "n_common_tasks": summary["n_common_tasks"],
-        "bootstrap": summary["bootstrap"],
-        "not_evaluated": summary.get("not_evaluated") or {},
-        "mechanism": summary.get("mechanism") or {},
-        "against_start": {
-            m: {"start": a["start"],
-                **{group: {k: v for k, v in c.items() if k not in ("model", "base")}
-                   for group, c in [("all", a["all"]), *a["by_split"].items()]}}
-            for m, a in (summary.get("against_start") or {}).items()
-        },
-        "by_split": {
-            group: {"models": g["models"],
-                    "comparisons": {m: {k: v for k, v in c.items() if k not in ("model", "base")}
-                                    for m, c in g["comparisons"].items()}}
-            for group, g in (summary.get("by_split") or {}).items()
-        },
+        "vs_start": {m: _ci(a["all"]) for m, a in (summary.get("against_start") or {}).items()},
+        "trained_families": {name: {**(_ci(g["trained"]) or {}), "n_tasks": (g["trained"] or {}).get("n_tasks", 0)}
+                             for name, g in (summary.get("gains") or {}).items()},
     }

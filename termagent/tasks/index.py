@@ -36,6 +36,7 @@ class TasksConfig:
     split_seed: int = 0
     stratify_by: Literal["difficulty", "category"] | None = "difficulty"
     id_fraction: float = 0.2  # share of a training family's instances held out (split "eval_id")
+    id_min_per_family: int = 8  # and at least this many of each (the lowest hash points move), one train kept
     # whole families held out (split "eval_ood"): one skill both have nothing of in training
     ood_families: list[str] = field(default_factory=lambda: ["sqlite-query", "tar-archive"])
 
@@ -44,6 +45,8 @@ class TasksConfig:
             raise ValueError(f"eval_fraction must be > 0 and < 1, got {self.eval_fraction}")
         if not 0 < self.id_fraction < 1:
             raise ValueError(f"id_fraction must be > 0 and < 1, got {self.id_fraction}")
+        if self.id_min_per_family < 0:
+            raise ValueError(f"id_min_per_family must be >= 0, got {self.id_min_per_family}")
 
 
 def _display_path(path: Path, root: Path | None) -> str:
@@ -75,9 +78,10 @@ def task_record(task: Task, split: Split, root: Path | None = None) -> dict[str,
 
 
 def build_index(tasks: list[Task], eval_fraction: float, split_seed: int, stratify_by: str | None = None,
-                root: Path | None = None, id_fraction: float = 0.2, ood_families: list[str] | None = None
-                ) -> dict[str, Any]:
-    splits = assign_split_groups(tasks, eval_fraction, split_seed, stratify_by, id_fraction, ood_families or ())
+                root: Path | None = None, id_fraction: float = 0.2, ood_families: list[str] | None = None,
+                id_min_per_family: int = 0) -> dict[str, Any]:
+    splits = assign_split_groups(tasks, eval_fraction, split_seed, stratify_by, id_fraction, ood_families or (),
+                                 id_min_per_family)
     records = [task_record(t, splits[t.id], root) for t in sorted(tasks, key=lambda t: t.id)]
     return {
         "version": INDEX_VERSION,
@@ -85,6 +89,7 @@ def build_index(tasks: list[Task], eval_fraction: float, split_seed: int, strati
         "split_seed": split_seed,
         "stratify_by": stratify_by,
         "id_fraction": id_fraction,
+        "id_min_per_family": id_min_per_family,
         "ood_families": sorted(ood_families or []),
         "counts": dict(sorted(Counter(r["split"] for r in records).items())),
         "tasks": records,
@@ -133,7 +138,8 @@ def index_tasks(cfg: TasksConfig, out: str | Path, root: Path) -> list[str]:
     `termagent tasks index` both run this."""
     tasks = discover_tasks(cfg.dirs)
     index = build_index(tasks, cfg.eval_fraction, cfg.split_seed, cfg.stratify_by, root=root,
-                        id_fraction=cfg.id_fraction, ood_families=cfg.ood_families)
+                        id_fraction=cfg.id_fraction, ood_families=cfg.ood_families,
+                        id_min_per_family=cfg.id_min_per_family)
     write_index(index, out)
     groups = ("train", "eval", "eval_id", "eval_ood")
     by_difficulty: dict[str, dict[str, int]] = {}

@@ -5,7 +5,10 @@ families: in-distribution); `eval_ood` (every instance of a family never trained
 A task with a `family` in its metadata is a generated instance (termagent.tasks.families): it is
 `eval_ood` when its family is listed in `ood_families`, else `eval_id` when its hash point u < id_fraction,
 else `train`; every training family, and every rung of it (metadata `rung`) with >= 2 instances, keeps >= 1
-held-out and >= 1 training instance. Every other task is split train/eval as below. Adding families or instances never moves
+held-out and >= 1 training instance; a family with fewer than `id_min_per_family` eval_id instances then gets its
+lowest-u train instances moved until it has that many (while it keeps one train instance), so every training family
+has enough held-out instances to measure a gain on (issue 41: >= 8). Every other task is split train/eval as below.
+Adding families or instances never moves
 another task (its group depends on its own id, its family and the params only).
 
 Train/eval split of the hand-written tasks:
@@ -76,7 +79,8 @@ def family_of(task: Task) -> str | None:
 
 
 def assign_split_groups(tasks: Iterable[Task], eval_fraction: float, seed: int, stratify_by: str | None = None,
-                        id_fraction: float = 0.2, ood_families: Iterable[str] = ()) -> dict[str, Split]:
+                        id_fraction: float = 0.2, ood_families: Iterable[str] = (),
+                        id_min_per_family: int = 0) -> dict[str, Split]:
     """Task id -> split group (module docstring). Hand-written tasks get exactly what `assign_splits`
     gives them alone, so adding generated tasks never moves one of them."""
     if not 0 < id_fraction < 1:
@@ -102,4 +106,16 @@ def assign_split_groups(tasks: Iterable[Task], eval_fraction: float, seed: int, 
     # every rung of a training family, then the family: >= 1 held-out and >= 1 training instance
     for ids in [*by_rung.values(), *by_family.values()]:
         _ensure_both(ids, u, split, held="eval_id")
+    rung_of = {i: key for key, ids in by_rung.items() for i in ids}
+    for ids in by_family.values():
+        train = sorted((i for i in ids if split[i] == "train"), key=lambda i: (u[i], i))
+        missing = id_min_per_family - (len(ids) - len(train))
+        for i in train:
+            if missing <= 0 or sum(split[j] == "train" for j in ids) <= 1:
+                break
+            rung = by_rung[rung_of[i]]
+            if len(rung) >= 2 and sum(split[j] == "train" for j in rung) <= 1:
+                continue  # the last training instance of its rung stays
+            split[i] = "eval_id"
+            missing -= 1
     return dict(sorted(split.items()))

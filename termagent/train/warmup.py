@@ -40,7 +40,7 @@ def write_disabled(out_dir: str | Path, *, base_dir: str | Path, metrics_dir: st
     """The warmup stage with `warmup.enabled: false` (the H100 profile): every output dvc.yaml declares, none
     of them a metric of training that did not happen. `out_dir`/start.json names the base GRPO starts from;
     metrics_dir/train.json says `enabled: false` and why; metrics_dir/dvclive holds only skipped.json (no
-    curve); the curves PNG says the warmup is off. warmup_eval then evaluates nothing (the base is base_eval's)
+    curve); the curves PNG says the warmup is off. eval@warmup then evaluates nothing (the base is eval@base's)
     and the report leaves the warmup row out, saying why. Returns the start record."""
     from termagent.train.common import plot_curves, write_stage_metrics
 

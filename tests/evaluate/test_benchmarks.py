@@ -207,12 +207,15 @@ def test_cli_convert_harbor_then_report(tmp_path):
     result = CliRunner().invoke(convert, ["harbor", str(tmp_path / "job"), "--model", "sft", "--out", str(out),
                                           "--viewer-dir", str(tmp_path / "view")])
     assert result.exit_code == 0, result.output
-    metrics = json.loads(out.read_text())
+    metrics = json.loads((tmp_path / "sft_tb2.details.json").read_text())
     assert metrics["backend"] == "harbor" and metrics["n_tasks"] == 3
+    assert json.loads(out.read_text())["n_tasks"] == {"all": 3}  # the numbers; the details beside them
     assert "AgentTimeoutError" in (tmp_path / "view" / "index.html").read_text()
     base = tmp_path / "base.json"
-    base.write_text(json.dumps({"n_tasks": 3, "n_attempts": 2, "accuracy": 0.0, "accuracy_stderr": 0.0,
-                                "per_task": {t: 0.0 for t in metrics["per_task"]}}))
+    base.write_text(json.dumps({"accuracy": 0.0}))
+    (tmp_path / "base.details.json").write_text(json.dumps({
+        "n_tasks": 3, "n_attempts": 2, "accuracy": 0.0, "accuracy_stderr": 0.0,
+        "per_task": {t: 0.0 for t in metrics["per_task"]}}))
     (tmp_path / "params.yaml").write_text("report: {n_resamples: 200}\n")
     result = CliRunner().invoke(report, [str(base), str(out), "--params", str(tmp_path / "params.yaml"),
                                          "--summary", str(tmp_path / "summary.json"), "--reports", str(tmp_path / "r")])

@@ -50,7 +50,7 @@ def test_metrics_leave_infrastructure_errors_out_and_carry_them(tmp_path):
     assert tally["infra_causes"] == {"model_provider_failed": 1, "sandbox_failed": 1}
     # 2 solved of the 6 scored trials; the errored trials are neither solved nor in the denominator
     assert metrics["errors"] == GRADED
-    written = json.loads((tmp_path / "base.json").read_text())
+    written = json.loads((tmp_path / "base.details.json").read_text())
     assert written["harbor_errors"]["infra_errors"] == INFRA
     index = json.loads((tmp_path / "eval" / "index.json").read_text())
     assert len(index) == 6 and all(row["error"] not in INFRA for row in index)
@@ -179,7 +179,7 @@ def test_the_harbor_eval_records_the_servers_sampling_defaults(tmp_path):
     metrics = score_harbor_job(JOB, model="base", cfg=EvalConfig(backend="harbor", harbor=HarborConfig(
         max_error_rate=0.25)), out_dir=tmp_path / "eval", metrics_path=tmp_path / "base.json", wall_s=1.0,
         extra={"serving": record})
-    assert json.loads((tmp_path / "base.json").read_text())["serving"]["generation_config"] == "vllm"
+    assert json.loads((tmp_path / "base.details.json").read_text())["serving"]["generation_config"] == "vllm"
     assert metrics["serving"] == record
 
 

@@ -51,7 +51,8 @@ def test_viewer_pages_show_turns_escaped(tmp_path):
         ("count-lines", 0), ("count-lines", 1), ("fix-script", 0)]
     saved = json.loads((tmp_path / "eval" / "trajectories" / "count-lines__1.json").read_text())
     assert saved["turns"][0]["completion"] == EVIL
-    assert json.loads((tmp_path / "m.json").read_text())["errors"] == {"AgentTimeoutError": 1}
+    assert json.loads((tmp_path / "m.details.json").read_text())["errors"] == {"AgentTimeoutError": 1}
+    assert json.loads((tmp_path / "m.json").read_text())["agent_timeouts"] == 1
 
 
 def test_trajectory_without_turns_renders():

@@ -55,9 +55,10 @@ def test_overlap_table_groups_by_exact_solver_set():
 
 def write_metrics(path, per_task, attempts=2):
     acc = sum(per_task.values()) / len(per_task)
-    path.write_text(json.dumps({"n_tasks": len(per_task), "n_attempts": attempts, "accuracy": acc,
-                                "accuracy_stderr": 0.05, "pass_at_k": {"1": acc}, "per_task": per_task,
-                                "wall_s": 10.0}))
+    path.write_text(json.dumps({"accuracy": acc}))
+    path.with_name(f"{path.stem}.details.json").write_text(json.dumps({
+        "n_tasks": len(per_task), "n_attempts": attempts, "accuracy": acc, "accuracy_stderr": 0.05,
+        "pass_at_k": {"1": acc}, "per_task": per_task, "wall_s": 10.0}))
 
 
 def test_report_files(tmp_path):
@@ -74,12 +75,14 @@ def test_report_files(tmp_path):
     assert "| sft | 15 | t00, t01" in overlap and "| none | 15 |" in overlap
     png = tmp_path / "reports" / "accuracy.png"
     assert png in written and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    view = metrics_view(summary)
-    assert "solved" not in view["models"]["sft"] and view["models"]["sft"]["n_solved"] == 15
-    json.dumps(view)
+    assert json.loads((tmp_path / "reports" / "summary.json").read_text())["models"]["sft"]["n_solved"] == 15
+    assert set(metrics_view(summary)["vs_start"]) == {"sft"}  # against its effective start: the base
 
 
 def test_missing_field_names_the_file(tmp_path):
     (tmp_path / "bad.json").write_text(json.dumps({"accuracy": 0.1}))
-    with pytest.raises(ValueError, match=r"bad\.json.*per_task"):
+    with pytest.raises(ValueError, match=r"bad\.json: no bad\.details\.json beside it"):
+        load_eval_metrics([tmp_path / "bad.json"])
+    (tmp_path / "bad.details.json").write_text(json.dumps({"accuracy": 0.1}))
+    with pytest.raises(ValueError, match=r"bad\.details\.json.*per_task"):
         load_eval_metrics([tmp_path / "bad.json"])

@@ -70,3 +70,23 @@ def test_index_lists_and_filters_groups(tmp_path):
     held = tasks_in_split(tmp_path / "tasks.json", ["eval_id", "eval_ood"], root=tmp_path)
     train = tasks_in_split(tmp_path / "tasks.json", "train", root=tmp_path)
     assert len(held) + len(train) == 12 and not {t.id for t in held} & {t.id for t in train}
+
+
+def test_every_training_family_gets_at_least_id_min_per_family_held_out_instances():
+    """issue 41: >= 8 held-out instances per family to measure a gain on; the lowest hash points move, one
+    train instance always stays, and the ood and hand-written tasks do not move."""
+    tasks = suite({"alpha": 24, "beta": 10, "tiny": 3, "gamma": 5})
+    plain = assign_split_groups(tasks, 0.25, 0, "difficulty", id_fraction=0.2, ood_families=["gamma"])
+    split = assign_split_groups(tasks, 0.25, 0, "difficulty", id_fraction=0.2, ood_families=["gamma"],
+                                id_min_per_family=8)
+
+    def held(s, family, n):
+        return [i for i in range(n) if s[f"{family}-{i:04d}"] == "eval_id"]
+
+    assert len(held(split, "alpha", 24)) == 8 == len(held(split, "beta", 10)) and len(held(plain, "alpha", 24)) < 8
+    assert set(held(plain, "alpha", 24)) <= set(held(split, "alpha", 24))  # only train instances moved
+    assert len(held(split, "tiny", 3)) == 2  # one train instance kept
+    assert {t: g for t, g in split.items() if not t.startswith(("alpha", "beta", "tiny"))} == {
+        t: g for t, g in plain.items() if not t.startswith(("alpha", "beta", "tiny"))}
+    index = build_index(tasks, 0.25, 0, "difficulty", id_fraction=0.2, ood_families=["gamma"], id_min_per_family=8)
+    assert index["id_min_per_family"] == 8 and index["counts"]["eval_id"] == 18

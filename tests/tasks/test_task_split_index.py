@@ -96,7 +96,7 @@ def test_index_records_and_determinism(tmp_path):
     out = write_index(index, tmp_path / "data" / "tasks.json")
     assert read_index(out) == index
     assert list(out.parent.iterdir()) == [out]  # no temporary left behind
-    assert set(index) == {"version", "eval_fraction", "split_seed", "stratify_by", "id_fraction",
+    assert set(index) == {"version", "eval_fraction", "split_seed", "stratify_by", "id_fraction", "id_min_per_family",
                           "ood_families", "counts", "tasks"}  # no timestamp
 
     eval_tasks = tasks_in_split(out, "eval", root=REPO)
