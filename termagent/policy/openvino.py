@@ -49,8 +49,8 @@ class EngineConfig:
     precision: str = "auto"  # auto: OpenVINO's default (bf16 compute where the CPU has bf16/AMX) | f32 | bf16
     kv_cache_gb: float = 2.0  # the engine's KV block cache
     prefix_caching: bool = True  # earlier turns' KV blocks reused: a turn prefills only its new tokens
-    rl: bool = False  # GRPO / MT-GRPO generate on the engine with the trainer's live LoRA (else the trainer's model)
-    adapter_mode: str = "runtime"  # RL's live adapter: runtime (per request, no rebuild) | fuse (rebuild per step)
+    rl: bool = True  # GRPO / MT-GRPO generate on the engine with the trainer's live LoRA (else the trainer's model)
+    adapter_mode: str = "fuse"  # RL's live adapter: runtime (per request, no rebuild) | fuse (rebuild per step)
     # RL on the engine: TRL's truncated importance sampling (vllm_importance_sampling_correction) against the gap
     # between the engine's bf16 sampling logprobs and the trainer's fp32 ones; mode and cap as TRL names them
     is_correction: bool = True
