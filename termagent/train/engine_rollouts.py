@@ -66,6 +66,9 @@ def attach_engine(trainer, engine: EngineConfig, base_dir: str | Path):
     from termagent.policy import make_policy
     from termagent.policy.openvino import lora_scale
 
+    if getattr(trainer, "vllm_generation", None) is not None:
+        raise ValueError("engine.rl: the trainer already generates on vLLM (use_vllm true); the OpenVINO engine is "
+                         "the CPU's: set engine.rl false where use_vllm is on (the H100 profile does)")
     model = trainer.accelerator.unwrap_model(trainer.model)
     peft_config = getattr(model, "peft_config", {}).get("default")
     if peft_config is None:
