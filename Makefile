@@ -1,5 +1,5 @@
 # termagent — the two commands a newcomer needs:
-#   make repro    run the main job (dvc repro report: every stage and the report, on the embedded default), set-up included
+#   make repro    run the main job (dvc repro mt_grpo_eval report: every stage and the report, on the embedded default), set-up included
 #   make test     run the test suite, set-up included
 # Everything is idempotent: a second run only does what changed.
 SHELL := /bin/bash
@@ -8,7 +8,7 @@ PY := $(VENV)/bin/python
 DVC := $(VENV)/bin/dvc
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 # The DVC targets of the main job: the whole DAG up to the MT-GRPO eval, and the cross-model report.
-TARGET ?= report
+TARGET ?= mt_grpo_eval report
 PYTEST_ARGS ?=
 
 .PHONY: openvino-export-venv bench-engine vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template bench-learns

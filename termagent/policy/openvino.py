@@ -65,14 +65,6 @@ class EngineConfig:
         if self.kv_cache_gb <= 0:
             raise ValueError(f"engine.kv_cache_gb must be > 0, got {self.kv_cache_gb}")
 
-    def spec(self, base: Path, adapter: Path | None = None, **fields):
-        """The OpenVINOSpec of `base`'s IR (+ a saved adapter, fused) under these settings."""
-        from termagent.policy.spec import OpenVINOSpec
-
-        return OpenVINOSpec(ir_dir=ir_dir_for(base), tokenizer=Path(base), adapter=adapter, precision=self.precision,
-                            kv_cache_gb=self.kv_cache_gb, prefix_caching=self.prefix_caching,
-                            adapter_mode=self.adapter_mode, **fields)
-
 
 def ir_dir_for(base: str | Path) -> Path:
     """Where the export_openvino stage writes the IR of a transformers directory: models/base -> models/base_openvino."""

@@ -11,10 +11,10 @@ def in_process_policy(base: Path, adapter: Path | None, *, policy: str, engine, 
     """The in-process policy of an eval or sample stage, shared by `concurrency` trials: `policy` openvino, the
     OpenVINO engine on base's IR (it batches concurrent calls by itself; `engine`: EngineConfig); hf, transformers
     (+ BatchingPolicy, per-episode KV caches: `batched`, `prefix_cache`)."""
-    from termagent.policy.spec import HFSpec, make_policy
+    from termagent.policy.spec import HFSpec, engine_spec, make_policy
 
     if policy == "openvino":
-        return make_policy(engine.spec(base, adapter, max_batch=max(concurrency, 1)))
+        return make_policy(engine_spec(engine, base, adapter, max_batch=max(concurrency, 1)))
     spec = HFSpec(model_dir=base, adapter=adapter, prefix_cache=prefix_cache)
     return shared_policy(make_policy(spec), concurrency, batched=batched)
 

@@ -136,6 +136,16 @@ def make_policy(spec: str | PolicySpec, **overrides) -> Policy:
     return spec.build()
 
 
+def engine_spec(engine, base: str | Path, adapter: str | Path | None = None, **fields) -> OpenVINOSpec:
+    """The OpenVINOSpec of `base`'s IR (models/base -> models/base_openvino; + a saved adapter, fused) under an
+    EngineConfig's settings (the `engine:` params section)."""
+    from termagent.policy.openvino import ir_dir_for
+
+    return OpenVINOSpec(ir_dir=ir_dir_for(base), tokenizer=Path(base), adapter=Path(adapter) if adapter else None,
+                        precision=engine.precision, kv_cache_gb=engine.kv_cache_gb,
+                        prefix_caching=engine.prefix_caching, adapter_mode=engine.adapter_mode, **fields)
+
+
 def _fields(spec) -> dict:
     return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
 

@@ -17,15 +17,9 @@ from typing import Any
 
 from termagent import atomic
 from termagent.evaluate.metrics import details_path
-from termagent.report.compare import overlap_table, paired_bootstrap, solved_tasks
+from termagent.report.compare import effective_start, overlap_table, paired_bootstrap, solved_tasks
 
 REQUIRED_FIELDS = ("n_tasks", "n_attempts", "accuracy", "accuracy_stderr", "per_task")
-
-# The model each stage trains from (dvc.yaml): warmup on the base, GRPO and SFT on the warmup, DPO on SFT, MT-GRPO
-# on DPO. A start that was not evaluated (a warmup that was off is the base; DPO without a pair is the SFT adapter)
-# is replaced by its own start, so every model is compared with the model it effectively continues.
-STARTS = {"warmup": "base", "grpo": "warmup", "sft": "warmup", "dpo": "sft", "mt_grpo": "dpo"}
-
 
 def read_json_object(path: Path, what: str = "an eval metrics file") -> dict:
     """A JSON object from `path`; a clear ValueError naming the file otherwise (the stage turns it into its error)."""
@@ -122,14 +116,6 @@ def build_summary(
         "against_start": start_comparisons(metrics, n_resamples=n_resamples, confidence=confidence, seed=seed),
         "not_evaluated": dict(sorted((skipped or {}).items())),
     }
-
-
-def effective_start(model: str, evaluated: set[str]) -> str | None:
-    """The nearest evaluated model up `STARTS` from `model` (None for the base or an unknown name)."""
-    start = STARTS.get(model)
-    while start is not None and start not in evaluated:
-        start = STARTS.get(start)
-    return start
 
 
 def start_comparisons(metrics: dict[str, dict], *, n_resamples: int, confidence: float,

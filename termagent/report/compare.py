@@ -91,3 +91,17 @@ def paired_bootstrap(
         n_resamples=n_resamples,
         p_not_better=float((means <= 0).mean()),
     )
+
+
+# The model each stage trains from (dvc.yaml): warmup on the base, GRPO and SFT on the warmup, DPO on SFT, MT-GRPO
+# on DPO. A start that was not evaluated (a warmup that was off is the base; DPO without a pair is the SFT adapter)
+# is replaced by its own start, so every model is compared with the model it effectively continues.
+STARTS = {"warmup": "base", "grpo": "warmup", "sft": "warmup", "dpo": "sft", "mt_grpo": "dpo"}
+
+
+def effective_start(model: str, evaluated: set[str]) -> str | None:
+    """The nearest evaluated model up `STARTS` from `model` (None for the base or an unknown name)."""
+    start = STARTS.get(model)
+    while start is not None and start not in evaluated:
+        start = STARTS.get(start)
+    return start

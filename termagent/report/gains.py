@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from termagent.report.compare import paired_bootstrap
+from termagent.report.compare import effective_start, paired_bootstrap
 
 # gain name -> (model, start, the stages whose families count): GRPO from the warmup, MT-GRPO from DPO, and the final
 # model from the warmup on the families either RL stage trained on
@@ -42,8 +42,6 @@ def family_gains(details: dict[str, dict], trained: dict[str, list[str]], *, n_r
     model was evaluated and whose stages recorded their families (`trained`). A start that was not evaluated (a
     warmup that was off, a DPO without a pair) is replaced by its own nearest evaluated start, as in the report's
     `against_start`."""
-    from termagent.report.build import effective_start
-
     out: dict[str, dict[str, Any]] = {}
     for name, (model, start, stages) in RL_GAINS.items():
         if start not in details:

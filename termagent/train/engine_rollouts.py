@@ -65,6 +65,7 @@ def attach_engine(trainer, engine: EngineConfig, base_dir: str | Path):
     after training)."""
     from termagent.policy import make_policy
     from termagent.policy.openvino import lora_scale
+    from termagent.policy.spec import engine_spec
 
     if getattr(trainer, "vllm_generation", None) is not None:
         raise ValueError("engine.rl: the trainer already generates on vLLM (use_vllm true); the OpenVINO engine is "
@@ -73,7 +74,7 @@ def attach_engine(trainer, engine: EngineConfig, base_dir: str | Path):
     peft_config = getattr(model, "peft_config", {}).get("default")
     if peft_config is None:
         raise ValueError("engine.rl: the trainer's model has no LoRA adapter to hand the engine")
-    policy = make_policy(engine.spec(Path(base_dir), max_batch=max(8, trainer.num_generations),
+    policy = make_policy(engine_spec(engine, Path(base_dir), max_batch=max(8, trainer.num_generations),
                                      logit_temperature=float(trainer.temperature)))
     generation = EngineGeneration(trainer, policy, scale=lora_scale(json.loads(json.dumps(peft_config.to_dict(),
                                                                                           default=str))))

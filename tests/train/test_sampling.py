@@ -12,8 +12,8 @@ from termagent.judge.rules import RulesJudge
 from termagent.rollouts import read_rates, tasks_with_signal
 from termagent.train.sampling import (
     SampleParams,
-    sample_tasks,
     expansion_pool,
+    sample_tasks,
     screened_episodes,
     solve_rates,
     summary_of,
@@ -130,7 +130,7 @@ def test_mt_grpo_samples_the_unseen_tasks_of_the_families_the_warmup_solved():
     train = [SimpleNamespace(id=f"{fam}-{i}", family=fam) for fam in ("chmod", "grep", "sed") for i in range(3)]
     earlier = {"chmod-0": {"passes": 2, "family": "chmod"}, "grep-0": {"passes": 0, "family": "grep"},
                "sed-0": {"passes": 1, "family": "sed"}}
-    fam = lambda t: t.family  # noqa: E731
+    fam = lambda t: t.family
     lines: list[str] = []
     keep = unseen_tasks_of_solved_families(earlier, train, fam, {"chmod-0": "sft", "sed-0": "dpo"}, log=lines.append)
     # the solved families' other tasks, never those SFT/DPO trained on, never an unsolved family
@@ -148,7 +148,7 @@ def test_the_oracle_demos_exclude_no_task_from_mt_grpo(tmp_path):
     from termagent.curate.select import tasks_trained_by
 
     demos, passes = tmp_path / "demos.jsonl", tmp_path / "rft.jsonl"
-    row = lambda tid: json.dumps({"task_id": tid, "messages": [{"role": "user", "content": tid},  # noqa: E731
+    row = lambda tid: json.dumps({"task_id": tid, "messages": [{"role": "user", "content": tid},
                                                                {"role": "assistant", "content": "x"}]})
     demos.write_text("\n".join(row(t) for t in ("a", "b", "c")) + "\n")
     passes.write_text(row("b") + "\n")

@@ -131,7 +131,7 @@ def test_a_timed_out_trajectory_without_a_record_scores_zero_at_every_turn_in_ze
     assert zero["turn_exec_ok"] == [False, False] and zero["turn_format_ok"] == [False, False]
     assert any(zero["env_mask"])  # trained on
     passed = {**zero, "outcome": 1.0, "turn_exec_ok": [True], "turn_format_ok": [True], "turn_spans": [[0, 2]]}
-    out, turn_advs = token_advantages([passed, zero], [0.5, -0.5], num_generations=2, seq_len=len(zero["env_mask"]),
+    _, turn_advs = token_advantages([passed, zero], [0.5, -0.5], num_generations=2, seq_len=len(zero["env_mask"]),
                                       params=MTGRPOParams(max_turns=4))
     assert len(turn_advs[1]) == 2 and turn_advs[1][0] < 0 < turn_advs[0][0]
     excluded = rollout_row(trial, buffer, filter_mode="exclude", fallback_prompt_ids=[5], eos_id=hf.eos_ids[0])
