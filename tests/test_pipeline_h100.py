@@ -41,8 +41,13 @@ def pipeline(tmp_path_factory, harbor_wheel) -> Path:
 
 
 def declared_outputs(stage: dict) -> list[str]:
-    return [next(iter(o)) if isinstance(o, dict) else o
-            for kind in ("outs", "metrics", "plots") for o in stage.get(kind, [])]
+    """The paths a stage declares, its `vars` (mt_grpo_eval's key) substituted."""
+    values = {k: v for d in stage.get("vars", []) if isinstance(d, dict) for k, v in d.items()}
+    paths = [next(iter(o)) if isinstance(o, dict) else o
+             for kind in ("outs", "metrics", "plots") for o in stage.get(kind, [])]
+    for key, value in values.items():
+        paths = [p.replace("${" + key + "}", str(value)) for p in paths]
+    return paths
 
 
 def test_every_stage_ran_and_every_declared_output_exists(pipeline):

@@ -22,6 +22,7 @@ def test_a_multi_turn_step_on_the_engine_trains_on_its_sampled_ids(tmp_path, bas
 
     params = MTGRPOParams(max_steps=1, num_generations=2, tasks_per_step=1, max_turns=2, max_turn_tokens=12,
                           max_completion_length=256, concurrency=2, filter_mode="zero", use_vllm=False,
+                          skip_without_signal=False,  # the loss runs even when both trajectories score alike
                           trl={**MTGRPOParams().trl, "learning_rate": 1e-3})
     sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=2), client=docker_client)
     trainer = build_trainer(params, AgentConfig(max_failed_replies=None), sandbox, [load_task(FIXTURE)],

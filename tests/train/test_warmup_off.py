@@ -26,10 +26,13 @@ def stage(script: str, *args: str, cwd: Path) -> str:
 
 
 def base_metrics(path: Path) -> None:
-    per_task = {"t1": 1.0, "t2": 0.0}
+    """The base's eval outputs: the metric (a number) and the details beside it (per task: what the report reads)."""
+    from termagent.evaluate.metrics import details_path
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"n_tasks": 2, "n_attempts": 1, "accuracy": 0.5, "accuracy_stderr": 0.3,
-                                "pass_at_k": {"1": 0.5}, "per_task": per_task, "wall_s": 1.0}))
+    path.write_text(json.dumps({"accuracy": 0.5}))
+    details_path(path).write_text(json.dumps({"n_tasks": 2, "n_attempts": 1, "accuracy": 0.5, "accuracy_stderr": 0.3,
+                                              "pass_at_k": {"1": 0.5}, "per_task": {"t1": 1.0, "t2": 0.0}}))
 
 
 def test_warmup_off_writes_its_outputs_the_eval_skips_it_and_the_report_says_why(tmp_path, monkeypatch):
@@ -53,14 +56,15 @@ def test_warmup_off_writes_its_outputs_the_eval_skips_it_and_the_report_says_why
                             image_record=Path("data/image.json"), out_dir=Path("data/eval/warmup"),
                             metrics_path=Path("metrics/eval/warmup.json"), log=lambda _: None)
     assert record["evaluated"] is False and "accuracy" not in record
-    assert json.loads(Path("metrics/eval/warmup.json").read_text()) == record
+    assert json.loads(Path("metrics/eval/warmup.json").read_text()) == {"evaluated": False}  # the metric: no number
+    assert json.loads(Path("metrics/eval/warmup.details.json").read_text()) == record  # the reason beside it
     assert json.loads(Path("data/eval/warmup/skipped.json").read_text()) == record
 
     base_metrics(tmp_path / "metrics/eval/base.json")
     out = stage("report.py", "metrics/eval/base.json", "metrics/eval/warmup.json", "--summary", "metrics/summary.json",
                 "--reports", "reports", "--train-metrics", "metrics/warmup/train.json", cwd=tmp_path)
     assert "warmup: not evaluated" in out
-    summary = json.loads(Path("metrics/summary.json").read_text())
+    summary = json.loads(Path("reports/summary.json").read_text())
     assert list(summary["models"]) == ["base"] and list(summary["not_evaluated"]) == ["warmup"]
     comparison = Path("reports/comparison.md").read_text()
     assert "Not evaluated, so not in the tables: `warmup`: models/warmup trained no model of its own" in comparison
@@ -101,5 +105,5 @@ def test_dpo_without_a_pair_is_not_evaluated_again_and_the_report_says_whose_it_
     out = stage("report.py", "metrics/eval/base.json", "metrics/eval/dpo.json", "--summary", "metrics/summary.json",
                 "--reports", "reports", cwd=tmp_path)
     assert "dpo: not evaluated" in out
-    assert list(json.loads(Path("metrics/summary.json").read_text())["not_evaluated"]) == ["dpo"]
+    assert list(json.loads(Path("reports/summary.json").read_text())["not_evaluated"]) == ["dpo"]
     assert "`dpo`: models/dpo trained nothing of its own" in Path("reports/comparison.md").read_text()
