@@ -77,3 +77,23 @@ class Policy:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+class TokenPolicy(Policy):
+    """A policy that renders messages to token ids itself and generates from ids (token-in/token-out): `generate`
+    and `count_tokens` follow from `prompt_ids` and `generate_ids`."""
+
+    def prompt_ids(self, messages: list[dict]) -> list[int]:
+        raise NotImplementedError
+
+    def generate_ids(self, prompts: list[list[int]], *, max_tokens: int, temperature: float,
+                     seed: int | None = None, top_p: float = 1.0) -> list[Generation]:
+        raise NotImplementedError
+
+    def count_tokens(self, messages: list[dict]) -> int:
+        return len(self.prompt_ids(messages))
+
+    def generate(self, messages_batch: list[list[dict]], *, max_tokens: int, temperature: float,
+                 seed: int | None = None, top_p: float = 1.0) -> list[Generation]:
+        prompts = [self.prompt_ids(messages) for messages in messages_batch]
+        return self.generate_ids(prompts, max_tokens=max_tokens, temperature=temperature, seed=seed, top_p=top_p)

@@ -32,7 +32,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from termagent.policy.base import Generation, Policy, PolicyError
+from termagent.policy.base import Generation, Policy, PolicyError, TokenPolicy
 
 
 @dataclass
@@ -46,7 +46,7 @@ class _Call:
     rows: list = field(default_factory=list)  # continuous mode: its rows of the running batch
 
 
-class BatchingPolicy(Policy):
+class BatchingPolicy(TokenPolicy):
     def __init__(self, policy: Policy, *, max_batch: int | None = None, gather_s: float = 0.05,
                  min_fill: float = 0.8, max_batch_tokens: int = 32768):
         for needed in ("prompt_ids", "generate_ids"):
@@ -82,19 +82,11 @@ class BatchingPolicy(Policy):
         with self._tokenizer_lock:
             return self.policy.prompt_ids(messages)
 
-    def count_tokens(self, messages: list[dict]) -> int:
-        return len(self.prompt_ids(messages))
-
     @property
     def tokenizer(self):
         return self.policy.tokenizer
 
     # -- generation -----------------------------------------------------------------------------------
-    def generate(self, messages_batch: list[list[dict]], *, max_tokens: int, temperature: float,
-                 seed: int | None = None, top_p: float = 1.0) -> list[Generation]:
-        prompts = [self.prompt_ids(messages) for messages in messages_batch]
-        return self.generate_ids(prompts, max_tokens=max_tokens, temperature=temperature, seed=seed, top_p=top_p)
-
     def generate_ids(self, prompts: list[list[int]], *, max_tokens: int, temperature: float,
                      seed: int | None = None, top_p: float = 1.0) -> list[Generation]:
         if not prompts:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from termagent.policy.base import Generation, Policy, PolicyError
+from termagent.policy.base import Generation, PolicyError, TokenPolicy
 
 
 def _install_template(tokenizer, where) -> None:
@@ -33,7 +33,7 @@ def _install_template(tokenizer, where) -> None:
         raise PolicyError(f"hf policy: the tokenizer of {where}: {error}") from None
 
 
-class HFPolicy(Policy):
+class HFPolicy(TokenPolicy):
     def __init__(
         self,
         model_dir: str | Path,
@@ -129,22 +129,7 @@ class HFPolicy(Policy):
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def count_tokens(self, messages: list[dict]) -> int:
-        return len(self.prompt_ids(messages))
-
     # -- generation -------------------------------------------------------------------------------
-    def generate(
-        self,
-        messages_batch: list[list[dict]],
-        *,
-        max_tokens: int,
-        temperature: float,
-        seed: int | None = None,
-        top_p: float = 1.0,
-    ) -> list[Generation]:
-        prompts = [self.prompt_ids(messages) for messages in messages_batch]
-        return self.generate_ids(prompts, max_tokens=max_tokens, temperature=temperature, seed=seed, top_p=top_p)
-
     def generate_ids(
         self,
         prompts: list[list[int]],

@@ -34,7 +34,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from termagent.policy.base import Generation, Policy, PolicyError
+from termagent.policy.base import Generation, PolicyError, TokenPolicy
 
 PRECISIONS = {"auto": None, "f32": "f32", "bf16": "bf16"}
 ADAPTER_MODES = ("runtime", "fuse")
@@ -133,7 +133,7 @@ class _Call:
     error: BaseException | None = None
 
 
-class OpenVINOPolicy(Policy):
+class OpenVINOPolicy(TokenPolicy):
     def __init__(
         self,
         ir_dir: str | Path,
@@ -232,9 +232,6 @@ class OpenVINOPolicy(Policy):
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
-    def count_tokens(self, messages: list[dict]) -> int:
-        return len(self.prompt_ids(messages))
-
     @property
     def unpadded(self) -> bool:
         return True  # every request prefills alone: prompts of any length batch well
@@ -272,11 +269,6 @@ class OpenVINOPolicy(Policy):
     _runtime_lora = False  # the pipeline was built for runtime LoRA (set_adapter in runtime mode)
 
     # -- generation ------------------------------------------------------------------------------------
-    def generate(self, messages_batch: list[list[dict]], *, max_tokens: int, temperature: float,
-                 seed: int | None = None, top_p: float = 1.0) -> list[Generation]:
-        prompts = [self.prompt_ids(messages) for messages in messages_batch]
-        return self.generate_ids(prompts, max_tokens=max_tokens, temperature=temperature, seed=seed, top_p=top_p)
-
     def generate_ids(self, prompts: list[list[int]], *, max_tokens: int, temperature: float,
                      seed: int | None = None, top_p: float = 1.0) -> list[Generation]:
         """Token in, token out: each prompt (ids) a request of the running batch; returns when all have ended."""

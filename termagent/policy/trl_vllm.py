@@ -32,10 +32,10 @@ from __future__ import annotations
 import math
 import threading
 
-from termagent.policy.base import Generation, Policy, PolicyError
+from termagent.policy.base import Generation, PolicyError, TokenPolicy
 
 
-class TRLvLLMPolicy(Policy):
+class TRLvLLMPolicy(TokenPolicy):
     """`vllm_generation`: a TRL `VLLMGeneration` (trainer.vllm_generation). `tokens`: any policy with
     `prompt_ids`, `eos_ids`, `tokenizer` and `context_limit` (an `HFPolicy.from_model` of the trainer's model:
     the chat template and end tokens the trainer uses)."""
@@ -55,14 +55,6 @@ class TRLvLLMPolicy(Policy):
 
     def prompt_ids(self, messages: list[dict]) -> list[int]:
         return self.tokens.prompt_ids(messages)
-
-    def count_tokens(self, messages: list[dict]) -> int:
-        return len(self.prompt_ids(messages))
-
-    def generate(self, messages_batch: list[list[dict]], *, max_tokens: int, temperature: float,
-                 seed: int | None = None, top_p: float = 1.0) -> list[Generation]:
-        prompts = [self.prompt_ids(messages) for messages in messages_batch]
-        return self.generate_ids(prompts, max_tokens=max_tokens, temperature=temperature, seed=seed, top_p=top_p)
 
     def _check_sampling(self, temperature: float, top_p: float, seed: int | None) -> None:
         engine_t = float(self.vllm.temperature)
