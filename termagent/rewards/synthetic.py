@@ -11,7 +11,7 @@ would make them drift the wrong way; noise-only updates would leave both near th
 
 The single-turn GRPO environment judges each reply's completion tokens; MT-GRPO judges each trajectory's mean
 tokens per model turn (`train_grpo(..., verdict=)`, `build_trainer(..., verdict=)`). With the threshold left
-to the first batch, both arms start near 0.5 by construction (ties aside) and the same seed gives both arms
+to each task's first batch, both arms start near 0.5 by construction (ties aside) and the same seed gives both arms
 the same first batch, hence the same threshold.
 """
 
@@ -22,9 +22,14 @@ from collections.abc import Sequence
 
 
 class LengthVerdict:
-    """1.0 when a length is below (arm "short") or above (arm "long") `threshold`, else 0.0. With `threshold`
-    None the first batch judged that holds two different lengths sets it (`balanced_threshold`), frozen from then
-    on; a batch of equal lengths before that earns 0 everywhere (no signal: the signal gate skips its step)."""
+    """1.0 when a length is below (arm "short") or above (arm "long") the cut, else 0.0.
+
+    One cut per key (the task: `keys` gives each length's), set by the first batch of that key holding two
+    different lengths (`balanced_threshold`) and frozen from then on, so every task starts near 0.5 whatever its
+    natural reply length (with one global cut, tasks whose replies all fall on one side give their groups no
+    signal in one arm: bench-learns' first SmolLM2 run, 2026-12-06). Keys left out (None) share one cut. A key's
+    batch of equal lengths before its cut is set earns 0 everywhere (no signal: the signal gate skips the step).
+    `threshold` fixes one cut for every key."""
 
     ARMS = ("short", "long")
 
@@ -32,19 +37,40 @@ class LengthVerdict:
         if arm not in self.ARMS:
             raise ValueError(f"length verdict arm must be one of {self.ARMS}, got {arm!r}")
         self.arm = arm
-        self.threshold = threshold
+        self.fixed = threshold
+        self.thresholds: dict = {}  # key -> its frozen cut
         self.name = arm
 
-    def __call__(self, lengths: Sequence[float]) -> list[float]:
+    @property
+    def threshold(self) -> float | dict | None:
+        """The fixed cut, the single shared cut (no keys given), or {key: cut} (None: nothing set yet)."""
+        if self.fixed is not None:
+            return self.fixed
+        if not self.thresholds:
+            return None
+        if set(self.thresholds) == {None}:
+            return self.thresholds[None]
+        return {str(k): v for k, v in sorted(self.thresholds.items(), key=lambda kv: str(kv[0]))}
+
+    def __call__(self, lengths: Sequence[float], keys: Sequence | None = None) -> list[float]:
         if not lengths:
             return []
-        if self.threshold is None:
-            if len(set(lengths)) == 1:  # nothing to split (e.g. every reply cut at the token limit): no signal yet
-                return [0.0] * len(lengths)
-            self.threshold = balanced_threshold(lengths)
-        if self.arm == "short":
-            return [float(n < self.threshold) for n in lengths]
-        return [float(n > self.threshold) for n in lengths]
+        keys = [None] * len(lengths) if keys is None else list(keys)
+        if len(keys) != len(lengths):
+            raise ValueError(f"{len(keys)} keys for {len(lengths)} lengths")
+        cuts: dict = {}
+        for key in dict.fromkeys(keys):
+            cut = self.fixed if self.fixed is not None else self.thresholds.get(key)
+            if cut is None:
+                batch = [n for n, k in zip(lengths, keys) if k == key]
+                if len(set(batch)) > 1:  # all equal (e.g. every reply cut at the token limit): no signal yet
+                    cut = self.thresholds[key] = balanced_threshold(batch)
+            cuts[key] = cut
+        rewards = []
+        for n, key in zip(lengths, keys):
+            cut = cuts[key]
+            rewards.append(0.0 if cut is None else float(n < cut if self.arm == "short" else n > cut))
+        return rewards
 
 
 def balanced_threshold(lengths: Sequence[float]) -> float:

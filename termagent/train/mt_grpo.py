@@ -361,7 +361,7 @@ class MultiTurnRollout:
         eos_id = tokenizer.eos_token_id if tokenizer.eos_token_id is not None else hf.eos_ids[0]
         verdicts = [None] * len(buffers)
         if self.verdict is not None:
-            verdicts = self.verdict([tokens_per_turn(buffer) for buffer in buffers])
+            verdicts = self.verdict([tokens_per_turn(buffer) for buffer in buffers], keys=task_ids)
         rows = []
         for task_id, result, buffer, verdict in zip(task_ids, results, buffers, verdicts):
             fallback = hf.prompt_ids([{"role": "user", "content": self.tasks[task_id].instruction}])

@@ -269,7 +269,7 @@ class SingleTurnEnv:
         reward is the verdict: train_grpo weighs the verifier alone when a verdict is given)."""
         if completion_ids is None:
             raise ValueError("a synthetic verdict judges completion tokens: the trainer passed no completion_ids")
-        verdicts = self.verdict([len(ids) for ids in completion_ids])
+        verdicts = self.verdict([len(ids) for ids in completion_ids], keys=[task.id for task, _, _ in specs])
         return [Outcome(task.id, text, parse_ok=p[0], format_ok=p[1], truncated=p[2], executed=False, exec_rc=None,
                         script_ok=False, verifier_reward=v, reward=v)
                 for (task, _, _), text, p, v in zip(specs, completions, parsed, verdicts, strict=True)]

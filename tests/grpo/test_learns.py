@@ -82,9 +82,9 @@ def test_mt_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, w
 class ThenNothing(LengthVerdict):
     """Balanced on the first batch, then every reply fails: step 0 trains, step 1 has no signal."""
 
-    def __call__(self, lengths):
-        first = self.threshold is None
-        rewards = super().__call__(lengths)
+    def __call__(self, lengths, keys=None):
+        first = not self.thresholds
+        rewards = super().__call__(lengths, keys)
         return rewards if first else [0.0] * len(lengths)
 
 

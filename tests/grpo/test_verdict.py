@@ -31,6 +31,19 @@ def test_a_batch_of_equal_lengths_earns_nothing_and_leaves_the_cut_unset():
     assert verdict([100, 192, 150, 120]) == [1.0, 0.0, 0.0, 1.0] and verdict.threshold == 135.0
 
 
+def test_each_task_gets_its_own_cut_from_its_first_batch():
+    """Tasks differ in their natural reply length: one shared cut would leave a task whose replies all fall on
+    one side without signal in one arm; a cut per task starts every task near one half."""
+    long = make_verdict("long")
+    assert long([200, 210, 220, 230, 60, 70, 80, 90], keys=["a"] * 4 + ["b"] * 4) == [0, 0, 1, 1, 0, 0, 1, 1]
+    assert long.threshold == {"a": 215.0, "b": 75.0}
+    assert long([100, 100], keys=["b", "a"]) == [1.0, 0.0]  # frozen: each length judged against its task's cut
+    assert long([5, 9], keys=["c", "c"]) == [0.0, 1.0] and long.threshold["c"] == 7.0  # a new task: its own cut
+    assert long([3, 3], keys=["d", "d"]) == [0.0, 0.0] and "d" not in long.threshold  # ties: no cut yet
+    with pytest.raises(ValueError):
+        long([1, 2], keys=["a"])
+
+
 def test_separation_reads_both_arms_as_their_share_of_short_replies():
     # arm "short" earns its short share; arm "long" earns 1 - its short share
     passed = separation([0.5, 0.8, 0.9, 1.0], [0.5, 0.7, 0.8, 0.9])
