@@ -144,7 +144,7 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
 
     with Sandbox(sandbox_config) as sandbox:
         if "t1-grpo" in tests:
-            config = dataclasses.replace(grpo, max_resamples=0)
+            config = dataclasses.replace(grpo, max_resamples=0, retire_after_ties=0)  # every step: the arm's own draw
             arms = {arm: timed(f"t1-grpo-{arm}", lambda arm=arm: run_grpo(
                 config, work / "t1-grpo" / arm, warmup=start, tasks=t1, sandbox=sandbox, env_config=env,
                 verdict=make_verdict(arm))) for arm in ("short", "long")}

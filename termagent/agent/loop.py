@@ -43,8 +43,11 @@ class TerminusAgent:
         self.protocol = protocol_for(self.config)  # the texts and the parser (agent.protocol)
 
     def run(self, trial, task) -> dict:
-        """Play one episode in `trial`'s container. Never raises for a failure inside the episode: the
-        record's `error` holds it and `ended_by` is "error" (the caller still verifies the container)."""
+        """Play one episode in `trial`'s container and return its record. A failure outside the model (the
+        terminal, the policy server, a bug) is raised again once the record holds it (`error`, `ended_by`
+        "error"), with the record as the exception's `record`: the sandbox then leaves the trial ungraded
+        (reward None, an infrastructure failure) instead of verifying a container the model never worked
+        in and scoring it the model's 0."""
         config = self.config
         record = EpisodeRecord.start(task_id=task.id, attempt=getattr(trial, "attempt", 0),
                                      model=getattr(self.policy, "name", "policy"), agent=self.name,
@@ -60,6 +63,7 @@ class TerminusAgent:
                                                       max_output_bytes=config.max_observation_bytes,
                                                       capture=protocol.capture))
         context = ContextManager(self.policy, config, record, screen=terminal.screen, protocol=protocol)
+        failure: Exception | None = None
         try:
             screen = terminal.start()
             task_prompt = protocol.initial_prompt(task.instruction, screen)
@@ -148,15 +152,20 @@ class TerminusAgent:
         except TrialExpired:
             record.ended_by = "timeout"  # the runner killed the container at the agent timeout: stop, cleanly
         except ContextOverflow as error:
+            record.fail(error)  # the model's conversation outgrew every reduction: graded
+        except Exception as error:  # noqa: BLE001 (recorded, then raised again below)
+            log.warning("episode %s/%d failed outside the model: %s: %s", task.id, record.data["attempt"],
+                        type(error).__name__, error)
             record.fail(error)
-        except Exception as error:
-            log.exception("episode %s/%d failed", task.id, record.data["attempt"])
-            record.fail(error)
+            failure = error
         finally:
             try:
                 terminal.close()
             except Exception as error:  # noqa: BLE001 (the container may be gone: killed on timeout)
                 log.debug("closing the terminal failed: %s", error)
+        if failure is not None:
+            failure.record = record.finish()  # the sandbox keeps it as the trial's agent_result
+            raise failure
         return record.finish()
 
 

@@ -128,6 +128,7 @@ def compute_metrics(
         "pass_at_k": pass_k,
         "per_task": {t: sum(a.values()) / len(a) for t, a in sorted(solved.items())},
         "errors": dict(sorted(errors.items())),
+        "retried": sum(bool(r.get("retried_errors")) for r in records),  # run again after an ungraded failure
         "ended_by": dict(sorted(endings.items())),
         "agent_timeouts": sum(r.get("ended_by") == "timeout" or error_class(r) == "AgentTimeoutError" for r in records),
         "first_turn_valid_json": first_valid,

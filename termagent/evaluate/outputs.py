@@ -87,7 +87,8 @@ def eval_details(trajectories: list[dict], *, model: str, protocol: dict[str, An
                              "measured on")
     details = {**compute_metrics(in_primary, **kw), "primary": primary,
                "trials": {k: v for k, v in compute_metrics(trajectories, **kw).items()
-                          if k in ("n_trials", "errors", "ended_by", "agent_timeouts", "tokens", "summarizations")}}
+                          if k in ("n_trials", "errors", "retried", "ended_by", "agent_timeouts", "tokens",
+                                   "summarizations")}}
     if split_of is not None:
         details["by_split"] = metrics_by_split(main, split_of, **kw)
     if extra:

@@ -27,6 +27,7 @@ def trajectory_from_trial(trial: dict, *, model: str) -> dict:
         "passed": trial.get("passed"),
         "total": trial.get("total"),
         "error": error,
+        "retried_errors": trial.get("retried_errors") or [],
         "n_turns": episode.get("n_turns", len(episode.get("turns") or [])),
         "tokens": episode.get("tokens") or {"in": 0, "out": 0},
         "summarizations": episode.get("summarizations") or [],

@@ -15,10 +15,10 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from termagent.sandbox.errors import AgentTimeoutError, OutOfMemoryError, SandboxError
+from termagent.sandbox.errors import AgentTimeoutError, BuildError, OutOfMemoryError, SandboxError
 from termagent.sandbox.pool import Sandbox
 from termagent.sandbox.progress import TrialProgress
 from termagent.sandbox.trial import Trial
@@ -54,6 +54,8 @@ class TrialResult:
     verifier_output: str = ""
     agent_result: dict | None = None
     oom_killed: bool = False
+    # The errors of earlier runs of this trial that run_trials retried (ungraded failures, `config.retries`).
+    retried_errors: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -150,8 +152,36 @@ def run_trials(sandbox: Sandbox, specs: Sequence[tuple[Task, Agent, int]], *, co
     trials next in line are started ahead (`config.warm_pool`); finished ones are removed in the
     background (`config.background_remove`), and every removal is done before this returns. `progress`: report
     done/total, passes, elapsed and ETA on stderr (a bar on a terminal, periodic lines in a log:
-    termagent.sandbox.progress)."""
+    termagent.sandbox.progress). Trials that end ungraded (an infrastructure failure: reward None) run again,
+    up to `config.retries` more rounds, as Harbor retries its trials' infrastructure exceptions; a result
+    keeps the earlier runs' errors in `retried_errors`, and what still fails stays ungraded."""
 
+    results: list[TrialResult | None] = [None] * len(specs)
+    todo = list(range(len(specs)))
+    for round_ in range(sandbox.config.retries + 1):
+        label = description if round_ == 0 else f"{description} (retry {round_}: {len(todo)} ungraded)"
+        for i, result in zip(todo, _run_round(sandbox, [specs[i] for i in todo], concurrency, progress, label)):
+            earlier = results[i]
+            if earlier is not None:  # a retry: keep what the earlier runs failed with
+                result.retried_errors = [*earlier.retried_errors, earlier.error]
+            results[i] = result
+        todo = [i for i in todo if _retryable(results[i])]
+        if not todo:
+            break
+        if round_ < sandbox.config.retries:
+            log.warning("%d of %d trials ended ungraded (%s): running them again", len(todo), len(specs),
+                        ", ".join(sorted({results[i].error["class"] for i in todo})))
+    return results  # type: ignore[return-value]
+
+
+def _retryable(result: TrialResult) -> bool:
+    """An ungraded trial whose failure may not recur: not the model's (graded) and not an image that did not
+    build (a task's own Dockerfile fails the same way again)."""
+    return result.reward is None and result.error is not None and result.error["class"] != BuildError.__name__
+
+
+def _run_round(sandbox: Sandbox, specs: Sequence[tuple[Task, Agent, int]], concurrency: int | None,
+               progress: bool, description: str) -> list[TrialResult]:
     workers = max(1, min(concurrency or sandbox.config.concurrency, len(specs) or 1))
     background = sandbox.config.background_remove
     results: list[TrialResult | None] = [None] * len(specs)

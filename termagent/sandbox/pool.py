@@ -63,6 +63,8 @@ class SandboxConfig:
     # Simple Dockerfiles (FROM + COPY/ADD + WORKDIR/ENV/USER): start the FROM image and place the files
     # at creation instead of building an image per task (termagent/sandbox/placement.py).
     place_files: bool = True
+    # run_trials runs trials that ended ungraded (infrastructure failures) again, this many more rounds.
+    retries: int = 1
 
 
 class Sandbox:

@@ -28,8 +28,13 @@ class SandboxParams:
     image_aliases: dict[str, str] = field(default_factory=lambda: dict(SandboxConfig().image_aliases))
     warm_pool: int = SandboxConfig.warm_pool
     background_remove: bool = SandboxConfig.background_remove
+    retries: int = SandboxConfig.retries
     # Offline stand-ins for public images (Python flavours, host trust, uv): see termagent/sandbox/offline.py
     offline: OfflineConfig = field(default_factory=OfflineConfig)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.retries, int) or isinstance(self.retries, bool) or self.retries < 0:
+            raise ValueError(f"sandbox.retries must be an integer >= 0, got {self.retries!r}")
 
     def base_recipe(self) -> BaseImageRecipe:
         """The recipe; `auto` is resolved on this host (termagent.sandbox.image.resolve_recipe: the Docker engine
@@ -47,7 +52,7 @@ class SandboxParams:
                              pids_limit=self.pids_limit, output_limit_bytes=self.output_limit_bytes,
                              image_policy=self.image_policy, image_aliases=dict(self.image_aliases),
                              warm_pool=self.warm_pool, background_remove=self.background_remove,
-                             offline=_offline(self.offline, self.suite))
+                             retries=self.retries, offline=_offline(self.offline, self.suite))
 
 
 def _offline(config: OfflineConfig, suite: str) -> OfflineConfig:

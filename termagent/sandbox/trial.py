@@ -142,8 +142,7 @@ class Trial:
         """Did the kernel OOM-kill a process since we last looked? (cgroup v1 oom_control, v2 events)"""
         probe = ("cat /sys/fs/cgroup/memory/memory.oom_control /sys/fs/cgroup/memory.events 2>/dev/null"
                  " | awk '$1==\"oom_kill\"{print $2; exit}'")
-        exec_id = self.client.api.exec_create(self.container.id, ["sh", "-c", probe])["Id"]
-        text = self.client.api.exec_start(exec_id).decode(errors="replace").strip()
+        text = self._exec(["sh", "-c", probe], timeout=10, workdir=None, env=None, user=None).output.strip()
         count = int(text) if text.isdigit() else None
         if count is None:  # no readable counter: fall back to the engine's flag
             self.container.reload()
@@ -236,11 +235,30 @@ def _argv(cmd: str | list[str]) -> list[str]:
     return ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
 
 
+def _stream_reader(sock):
+    """What to read an exec stream from: the hijacked HTTP response's buffered reader when there is one.
+
+    The docker SDK hands back the socket under the response (`response.raw._fp.fp.raw`), but http.client
+    parsed the response headers through a buffered reader over that socket, and one read there can take the
+    stream's first frames along with the headers: whenever the command's output was already in the socket
+    when the client got round to reading the headers (a short command, a client thread slowed by a busy CPU),
+    a read from the bare socket never sees it (empty output with exit 0, or an output without its head). Run
+    13 lost 59 episodes' terminals this way (`TerminalError: tmux capture failed 3 times (last exit 0)`,
+    `could not start tmux (exit 0)`) and retried 746 captures. Reading through the buffer returns those bytes
+    first, then reads the socket (`read1`: at most one recv per call)."""
+    reader = getattr(getattr(getattr(getattr(sock, "_response", None), "raw", None), "_fp", None), "fp", None)
+    if reader is not None and hasattr(reader, "read1"):
+        return reader.read1
+    raw = getattr(sock, "_sock", sock)
+    return raw.recv
+
+
 def _read_exec_stream(sock, out: BoundedOutput, deadline: float | None, stdin: bytes | None = None) -> bool:
     """Demultiplex a non-tty exec stream (8-byte frame headers) into `out` until EOF, after sending
     `stdin` (then end-of-file) from a helper thread, so a command that writes before it reads cannot
     deadlock us. Returns False when `deadline` passed first (the stream is then abandoned)."""
     raw = getattr(sock, "_sock", sock)
+    read = _stream_reader(sock)
     buf = b""
     if stdin is not None:
         threading.Thread(target=_send_stdin, args=(raw, stdin), name="exec-stdin", daemon=True).start()
@@ -254,7 +272,7 @@ def _read_exec_stream(sock, out: BoundedOutput, deadline: float | None, stdin: b
             else:
                 raw.settimeout(None)
             try:
-                chunk = raw.recv(65536)
+                chunk = read(65536)
             except TimeoutError:
                 return False
             if not chunk:

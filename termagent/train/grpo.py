@@ -25,7 +25,7 @@ import math
 import shutil
 import statistics
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,8 +101,14 @@ class GRPOParams:
     # these; a task never or always solved gives groups of one outcome
     min_rate: float = 0.0
     max_rate: float = 1.0
+    # online difficulty filtering: a task whose groups tied (all pass or all fail) this many times leaves the draw
+    # for the rest of the run (its rows in a step's batch are swapped for live tasks before generating, and it is
+    # no replacement); 0: off. Run 13: a task's group after a 4/4 tie held signal 14 times in 142.
+    retire_after_ties: int = 2
 
     def __post_init__(self) -> None:
+        if self.retire_after_ties < 0:
+            raise ValueError(f"retire_after_ties must be >= 0 (0: off), got {self.retire_after_ties}")
         if self.round not in (1, 2):
             raise ValueError(f"round must be 1 or 2, got {self.round}")
         if self.num_generations < 2:
@@ -147,12 +153,14 @@ def make_trainer_class():
         time per phase measured, the reward's rolling mean ± 1 sigma logged next to TRL's metrics."""
 
         def __init__(self, *args, env, run_log: RunLog, rolling_window: int = 20, resample_pool=(),
-                     max_resamples: int = 0, skip_without_signal: bool = True, **kwargs):
+                     max_resamples: int = 0, skip_without_signal: bool = True, ties: TieLedger | None = None,
+                     **kwargs):
             super().__init__(*args, **kwargs)
             self.env = env
             self.run_log = run_log
             self.resample_pool = list(resample_pool)  # dataset rows a group without signal may be replaced by
             self.max_resamples = max_resamples
+            self.ties = ties or TieLedger(0)
             self._rewards = deque(maxlen=rolling_window)
             self.gate = SignalGate(skip_without_signal, beta=self.beta)  # termagent/train/signal_gate.py
             self.add_callback(make_gate_callback(self.gate))
@@ -175,17 +183,20 @@ def make_trainer_class():
             t0 = time.monotonic()
             self.run_log.timing["generate"] = 0.0
             self.run_log.timing["score"] = 0.0
-            out, outcomes = self._scored_batch(inputs, step, 0)
+            import random
+
             g = self.num_generations
-            inputs, replaced = list(inputs), 0
+            inputs = self.ties.swap_retired(list(inputs), g, self.resample_pool,
+                                            random.Random(f"{self.args.seed}/{step}/swap"))
+            out, outcomes = self._scored_batch(inputs, step, 0)
+            replaced = 0
             for round_ in range(1, self.max_resamples + 1):
                 dead = [k for k in range(len(outcomes) // g) if not has_signal(outcomes[k * g:(k + 1) * g])]
                 used = {x["task_id"] for x in inputs}
-                pool = [row for row in self.resample_pool if row["task_id"] not in used] or self.resample_pool
+                live = self.ties.live(self.resample_pool) or self.resample_pool
+                pool = [row for row in live if row["task_id"] not in used] or live
                 if not dead or not pool:
                     break
-                import random
-
                 picks = random.Random(f"{self.args.seed}/{step}/{round_}").sample(pool, min(len(dead), len(pool)))
                 fresh = [dict(row) for row in picks for _ in range(g)]
                 new, new_outcomes = self._scored_batch(fresh, step, round_)
@@ -201,7 +212,8 @@ def make_trainer_class():
             timing = self.run_log.timing
             timing["generate_and_score"] = time.monotonic() - t0
             self.gate.observe(self.accelerator, out["advantages"])
-            self.run_log.set_trained(step, outcomes, group_size=g, replaced=replaced)
+            self.run_log.set_trained(step, outcomes, group_size=g, replaced=replaced,
+                                     retired=len(self.ties.retired()))
             return out
 
         def _scored_batch(self, inputs, step: int, round_: int):
@@ -209,6 +221,11 @@ def make_trainer_class():
             out = super()._generate_and_score_completions(inputs)
             self.run_log.timing["score"] += self.env.last_score_s
             outcomes = list(self.env.last_outcomes)
+            g = self.num_generations
+            for k in range(len(outcomes) // g):
+                group = outcomes[k * g:(k + 1) * g]
+                if any(o.reward is not None for o in group):  # an all-infrastructure group says nothing
+                    self.ties.record(inputs[k * g]["task_id"], has_signal(group))
             self.run_log.add_rollouts(step, [x["prompt"] for x in inputs], outcomes, group_size=self.num_generations,
                                       generate_s=self.run_log.timing["generate"], resample=round_)
             return out, outcomes
@@ -265,6 +282,59 @@ def make_trainer_class():
     return TerminalGRPOTrainer
 
 
+class TieLedger:
+    """Online difficulty filtering for GRPO's draw: groups without signal (every reply passed, or every one failed)
+    counted per task; after `limit` of them a task is retired for the rest of the run. Dynamic sampling alone pays
+    for a tied group (a generation batch and its Docker runs) and then for its replacement; a task the start model
+    already solves on every first reply keeps tying (run 13: 19 of its 28 tasks were of the rung whose instruction
+    names the command, first replies passed 0.97, and a group drawn after a 4/4 tie held a pass and a fail 14 times
+    in 142). Retiring such tasks spends the steps on the tasks that still teach something. Rebuilt from
+    rollouts.jsonl on resume (`from_rollouts`)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.ties: Counter[str] = Counter()
+
+    def record(self, task_id: str, signal: bool) -> None:
+        if not signal:
+            self.ties[task_id] += 1
+
+    def is_retired(self, task_id: str) -> bool:
+        return self.limit > 0 and self.ties[task_id] >= self.limit
+
+    def retired(self) -> list[str]:
+        return sorted(t for t in self.ties if self.is_retired(t))
+
+    def live(self, rows: list[dict]) -> list[dict]:
+        """The rows whose task is not retired."""
+        return [row for row in rows if not self.is_retired(row["task_id"])]
+
+    def swap_retired(self, inputs: list[dict], group_size: int, pool: list[dict], rng) -> list[dict]:
+        """A step's batch (groups of `group_size` rows) with each retired task's group replaced by a live task of
+        `pool` not in the batch (drawn with `rng`), as long as one is left; otherwise the group stays."""
+        used = {row["task_id"] for row in inputs}
+        candidates = [row for row in self.live(pool) if row["task_id"] not in used]
+        rng.shuffle(candidates)
+        out = list(inputs)
+        for k in range(len(inputs) // group_size):
+            if self.is_retired(inputs[k * group_size]["task_id"]) and candidates:
+                row = candidates.pop()
+                out[k * group_size:(k + 1) * group_size] = [dict(row) for _ in range(group_size)]
+        return out
+
+    @classmethod
+    def from_rollouts(cls, path: Path, limit: int, group_size: int) -> TieLedger:
+        """The ledger of the groups a run logged so far (rollouts.jsonl: consecutive rows of a group)."""
+        ledger = cls(limit)
+        rows = list(iter_jsonl(path)) if Path(path).exists() else []
+        for k in range(len(rows) // group_size):
+            group = rows[k * group_size:(k + 1) * group_size]
+            scored = [r for r in group if r.get("reward") is not None]  # as has_signal: infrastructure left out
+            if scored:
+                ledger.record(group[0]["task_id"], _signal(scored))
+        return ledger
+
+
 def has_signal(group: list[Outcome]) -> bool:
     """A group carries signal about solving when its scored replies hold a verified pass and a fail."""
     passes = [(o.verifier_reward or 0.0) >= 1.0 for o in group if o.reward is not None]
@@ -312,6 +382,7 @@ class RunLog:
         self.last_step_timing: dict[str, float] = {}
         self.step_timings: list[dict[str, float]] = []
         self.replaced = 0  # groups the last step's dynamic sampling replaced
+        self.retired = 0  # tasks out of the draw after the last step's batch (TieLedger)
 
     def add_rollouts(self, step: int, prompts, outcomes: list[Outcome], *, group_size: int, generate_s: float,
                      resample: int = 0):
@@ -322,11 +393,13 @@ class RunLog:
         self.rollouts.write_batch(records)  # before the backward pass: a crash from here loses no reply
         self._pending = (step, list(outcomes), frac_zero, group_size)
 
-    def set_trained(self, step: int, outcomes: list[Outcome], *, group_size: int, replaced: int) -> None:
+    def set_trained(self, step: int, outcomes: list[Outcome], *, group_size: int, replaced: int,
+                    retired: int = 0) -> None:
         """The batch the step trains on (after dynamic sampling): its step record's numbers."""
         _, frac_zero = group_stats([o.reward for o in outcomes], group_size)
         self._pending = (step, list(outcomes), frac_zero, group_size)
         self.replaced = replaced
+        self.retired = retired
 
     def end_step(self, step: int, step_s: float, *, skipped: bool = False) -> None:
         if self._pending is None:
@@ -340,6 +413,7 @@ class RunLog:
         record = step_record(outcomes, training_step=gen_step, frac_zero_std=frac_zero, timings=timings,
                              group_size=group_size)
         record["resampled_groups"] = self.replaced
+        record["retired_tasks"] = self.retired
         record["skipped"] = skipped  # no group with outcome signal: no optimizer step (termagent/train/signal_gate.py)
         self.steps.write(record)
         self.last_step, self.last_step_timing = record, {k: round(v, 4) for k, v in timings.items()}
@@ -522,7 +596,9 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
                           else [_resumed_dvclive(paths.metrics_dir)],
                           env=env, run_log=run_log, rolling_window=c.rolling_window,
                           resample_pool=[{"prompt": r["prompt"], "task_id": r["task_id"]} for r in rows],
-                          max_resamples=c.max_resamples, skip_without_signal=c.skip_without_signal)
+                          max_resamples=c.max_resamples, skip_without_signal=c.skip_without_signal,
+                          ties=TieLedger.from_rollouts(paths.rollouts_dir / "rollouts.jsonl", c.retire_after_ties,
+                                                       c.num_generations))
     if before is None:
         before = adapter_state(trainer.model)
     if resume is not None:  # the rolling mean continues over the steps kept from the first try
@@ -649,6 +725,8 @@ def summarize_rollouts(rollouts_dir: Path) -> dict[str, Any]:
         "resampled_groups": sum(s.get("resampled_groups", 0) for s in steps),
         # optimizer steps the signal gate skipped (every group of the batch tied); trained = steps - skipped
         "skipped_steps": sum(bool(s.get("skipped")) for s in steps),
+        # tasks out of the draw at the end (grpo.retire_after_ties: their groups tied that many times)
+        "retired_tasks": steps[-1].get("retired_tasks", 0) if steps else 0,
         "reward_first_step": steps[0]["reward_mean"] if steps else None,
         "reward_last_step": steps[-1]["reward_mean"] if steps else None,
     }

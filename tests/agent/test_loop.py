@@ -265,3 +265,17 @@ def test_an_exec_after_the_kill_raises_trial_expired_not_an_engine_error(sandbox
         trial.kill()
         with pytest.raises(TrialExpired, match="agent timeout"):
             trial.exec("echo gone")
+
+
+def test_a_failure_outside_the_model_leaves_the_trial_ungraded_with_its_turns(sandbox, task):
+    # The policy server dies after the task was solved: the verifier would pass it, and with a reply that
+    # solved nothing it would fail it; either way the model did not end its episode, so nothing is graded.
+    from termagent.sandbox import run_trial
+
+    policy = ScriptedPolicy([SOLVE, ConnectionError("the policy server went away")])
+    result = run_trial(sandbox, task, TerminusAgent(policy, AgentConfig(max_turns=30, max_failed_replies=None)))
+    assert result.reward is None and "verify" not in result.timings
+    assert result.error == {"class": "ConnectionError", "message": "the policy server went away"}
+    episode = result.agent_result
+    assert episode["ended_by"] == "error" and episode["error"]["class"] == "ConnectionError"
+    assert episode["n_turns"] == 2 and expand_turns(episode)[0]["rc"] == 0

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from termagent.rollouts import iter_jsonl
-from termagent.train.grpo import GRPOPaths, has_signal, splice_groups, train_grpo
+from termagent.train.grpo import GRPOPaths, TieLedger, has_signal, splice_groups, train_grpo
 from termagent.train.single_turn import EnvConfig, Outcome
 from tests.grpo.conftest import write_task
 from tests.grpo.test_train import small_config
@@ -50,6 +50,42 @@ def test_splice_replaces_whole_groups_padding_prompts_left_and_completions_right
     assert out["old_per_token_logps"][2].tolist() == [-1.0, -1.0, 0.0]
     assert out["advantages"].tolist() == [0.5, -0.5, 1.0, -1.0]
     assert out["num_items_in_batch"].item() == 8  # a scalar: the trainer recomputes it from the masks
+
+
+def rows(*task_ids: str, g: int = 2) -> list[dict]:
+    return [{"task_id": t, "prompt": f"p-{t}"} for t in task_ids for _ in range(g)]
+
+
+def test_a_task_tied_limit_times_leaves_the_draw_and_its_groups_are_swapped_for_live_tasks():
+    import random
+
+    ledger = TieLedger(2)
+    for signal in (False, True, False):  # a group with signal does not count against the task
+        ledger.record("solved", signal)
+    ledger.record("half", False)
+    assert ledger.retired() == ["solved"] and ledger.is_retired("solved") and not ledger.is_retired("half")
+    pool = rows("half", "solved", "fresh-a", "fresh-b", g=1)
+    assert [r["task_id"] for r in ledger.live(pool)] == ["half", "fresh-a", "fresh-b"]
+    swapped = ledger.swap_retired(rows("solved", "half"), 2, pool, random.Random(0))
+    ids = [r["task_id"] for r in swapped]
+    assert ids[0] == ids[1] and ids[0] in {"fresh-a", "fresh-b"} and ids[2:] == ["half", "half"]
+    assert swapped[0]["prompt"] == f"p-{ids[0]}"
+    # no live task left to swap in: the group stays (a step is never left short); 0 turns the filter off
+    assert ledger.swap_retired(rows("solved"), 2, rows("solved", g=1), random.Random(0)) == rows("solved")
+    off = TieLedger(0)
+    off.record("solved", False)
+    off.record("solved", False)
+    assert off.retired() == [] and off.live(pool) == pool
+
+
+def test_the_ledger_is_rebuilt_from_the_logged_groups_on_resume(tmp_path):
+    log = tmp_path / "rollouts.jsonl"
+    groups = [("a", [1.0, 1.0]), ("b", [1.0, 0.0]), ("a", [1.0, None]), ("c", [None, None]), ("a", [0.0, 0.0])]
+    log.write_text("".join(json.dumps({"task_id": t, "reward": r, "verifier_reward": r}) + "\n"
+                           for t, rewards in groups for r in rewards))
+    ledger = TieLedger.from_rollouts(log, 2, 2)
+    assert ledger.ties == {"a": 3} and ledger.retired() == ["a"]  # c: every reply infrastructure, no verdict
+    assert TieLedger.from_rollouts(tmp_path / "none.jsonl", 2, 2).ties == {}
 
 
 def first_index_seed(n: int, index: int) -> int:

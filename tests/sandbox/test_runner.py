@@ -75,6 +75,33 @@ def test_agent_crash_is_recorded_as_an_ungraded_error(sandbox, make_task, docker
     assert not our_containers(docker_client)
 
 
+class FlakyOnce:
+    """Loses its first run of each trial to an error outside the model, then works."""
+
+    name = "flaky"
+
+    def __init__(self):
+        self.runs: dict[str, int] = {}
+
+    def run(self, trial, task):
+        self.runs[task.id] = self.runs.get(task.id, 0) + 1
+        if self.runs[task.id] == 1:
+            raise ConnectionError("the policy server went away")
+        return {"rc": trial.exec("true", timeout=10).rc}
+
+
+def test_run_trials_runs_an_ungraded_trial_again_and_keeps_its_first_error(sandbox, make_task, monkeypatch):
+    task = make_task("flaky-agent")
+    agent = FlakyOnce()
+    [result] = run_trials(sandbox, [(task, agent, 0)], concurrency=1, progress=False)
+    assert agent.runs == {task.id: 2}
+    assert result.error is None and result.reward is not None and result.agent_result == {"rc": 0}
+    assert result.retried_errors == [{"class": "ConnectionError", "message": "the policy server went away"}]
+    monkeypatch.setattr(sandbox.config, "retries", 0)  # off: the failure is the result, ungraded
+    [result] = run_trials(sandbox, [(task, FlakyOnce(), 0)], concurrency=1, progress=False)
+    assert result.reward is None and result.error["class"] == "ConnectionError" and result.retried_errors == []
+
+
 def test_exec_output_keeps_stdout_and_stderr_in_the_order_they_were_written(sandbox, make_task):
     # The engine forwards stdout and stderr as two streams; read apart, they come back grouped.
     lines = [f"{'err' if i % 2 else 'out'} {i}" for i in range(200)]
@@ -82,6 +109,22 @@ def test_exec_output_keeps_stdout_and_stderr_in_the_order_they_were_written(sand
     with sandbox.trial(make_task("interleaved-exec")) as trial:
         assert trial.exec(script, timeout=30).output == "\n".join(lines) + "\n"
         assert trial.exec(["sh", "-c", script]).output == "\n".join(lines) + "\n"  # argv, no timeout
+
+
+def test_exec_output_survives_a_client_slow_to_read_the_response_headers(sandbox, make_task, monkeypatch):
+    # Under load (a trainer on both cores) the agent's thread can reach the exec's response headers after the
+    # command already wrote and exited: http.client's buffered header read then takes the output along, and a
+    # read from the bare socket returned nothing with exit 0 (run 13: 59 episodes' terminals lost). Holding
+    # every response back reproduces it on an idle machine (10 of 10 outputs lost before the fix).
+    import http.client
+    import time
+
+    begin = http.client.HTTPResponse.begin
+    with sandbox.trial(make_task("slow-client-exec")) as trial:
+        monkeypatch.setattr(http.client.HTTPResponse, "begin", lambda self: (time.sleep(0.3), begin(self))[1])
+        outputs = [trial.exec(f"echo out {i}", timeout=30) for i in range(5)]
+        monkeypatch.undo()
+    assert [(r.rc, r.output) for r in outputs] == [(0, f"out {i}\n") for i in range(5)]
 
 
 def test_agent_output_is_captured_and_bounded(sandbox, make_task):
