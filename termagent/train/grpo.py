@@ -278,6 +278,13 @@ def make_trainer_class():
         def on_step_end(self, args, state, control, **kwargs):
             self.trainer.run_log.end_step(state.global_step - 1, time.monotonic() - self.t0,
                                           skipped=self.trainer.gate.last_skipped)
+            if self.trainer.ties.exhausted(self.trainer.resample_pool):
+                # every task tied `retire_after_ties` times: a further step would draw retired tasks, tie again
+                # and be skipped (run 14: the last 7 of 30 steps, ~10 minutes of generation for no update)
+                log.warning("grpo: every one of the %d tasks is retired after step %d: training ends here",
+                            len({r["task_id"] for r in self.trainer.resample_pool}), state.global_step)
+                self.trainer.run_log.stopped = "every task retired"
+                control.should_training_stop = True
 
     return TerminalGRPOTrainer
 
@@ -308,6 +315,10 @@ class TieLedger:
     def live(self, rows: list[dict]) -> list[dict]:
         """The rows whose task is not retired."""
         return [row for row in rows if not self.is_retired(row["task_id"])]
+
+    def exhausted(self, pool: list[dict]) -> bool:
+        """Every task of `pool` is retired (retirement on, pool not empty): nothing is left to draw."""
+        return self.limit > 0 and bool(pool) and not self.live(pool)
 
     def swap_retired(self, inputs: list[dict], group_size: int, pool: list[dict], rng) -> list[dict]:
         """A step's batch (groups of `group_size` rows) with each retired task's group replaced by a live task of
@@ -383,6 +394,7 @@ class RunLog:
         self.step_timings: list[dict[str, float]] = []
         self.replaced = 0  # groups the last step's dynamic sampling replaced
         self.retired = 0  # tasks out of the draw after the last step's batch (TieLedger)
+        self.stopped: str | None = None  # why training ended before max_steps (every task retired), else None
 
     def add_rollouts(self, step: int, prompts, outcomes: list[Outcome], *, group_size: int, generate_s: float,
                      resample: int = 0):
@@ -634,6 +646,8 @@ def train_grpo(config: GRPOParams, paths: GRPOPaths, *, tasks, sandbox, env_conf
     metrics = dict(summary, steps=trainer.state.global_step, round=config.round,
                    start="warmup" if start_dir else "base", resumed_from=str(resume) if resume else None,
                    adapter_delta_l2=delta, tasks=len(rows), tasks_prompt_too_long=len(too_long),
+                   # why training ended before grpo.max_steps (None: it ran them all)
+                   stopped_early=run_log.stopped,
                    config=dataclasses.asdict(c), seconds_per_step=timing["mean_s"].get("step"))
     write_stage_metrics(paths.metrics_dir / "train.json", "grpo", timer, **metrics)
     return metrics

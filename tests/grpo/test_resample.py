@@ -76,6 +76,9 @@ def test_a_task_tied_limit_times_leaves_the_draw_and_its_groups_are_swapped_for_
     off.record("solved", False)
     off.record("solved", False)
     assert off.retired() == [] and off.live(pool) == pool
+    # training ends once nothing is left to draw (every task retired); never with retirement off or no pool
+    assert not ledger.exhausted(pool) and ledger.exhausted(rows("solved", g=1))
+    assert not off.exhausted(rows("solved", g=1)) and not ledger.exhausted([])
 
 
 def test_the_ledger_is_rebuilt_from_the_logged_groups_on_resume(tmp_path):
