@@ -10,8 +10,8 @@ A `docker build` of each would cost an image per task (seconds of build and mega
 Instead `plan()` reads such a Dockerfile into a `Placement` (files with their modes, the final workdir,
 env and user); the sandbox creates the container from the FROM image (resolved through the alias table
 like a build), puts the files in with one `put_archive` before starting it, and passes workdir, env and
-user to the create call. The result is the same as the build's: same files and contents, same modes,
-root ownership (COPY without --chown), same workdir, env and user (tests/sandbox/test_placement.py runs
+user to the create call. The result is the same as the build's: same files and contents, same modes
+(a DVC link's read-only bits undone: `unprotected_mode`), root ownership (COPY without --chown), same workdir, env and user (tests/sandbox/test_placement.py runs
 both paths on the same task and compares). Anything else returns None and is built as before.
 
 Parent directories that do not exist are created by the engine with mode 0755, owned by root, as the
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import docker
 
-from termagent.sandbox.task_image import ImageResolver, TaskImage
+from termagent.sandbox.task_image import ImageResolver, TaskImage, unprotected_mode
 from termagent.tasks.model import Task
 
 log = logging.getLogger(__name__)
@@ -227,11 +227,11 @@ def _plan_copy(op: str, args: str, context: Path, workdir: str, entries: dict, d
                 if child.is_symlink() or not (child.is_dir() or child.is_file()):
                     return False  # links and special files: the builder's rules are subtle, build
                 rel = child.relative_to(p).as_posix()
-                mode = child.stat().st_mode & 0o7777
+                mode = unprotected_mode(child.stat().st_mode, child.is_dir())
                 entries[posixpath.join(dest_abs, rel)] = (None if child.is_dir() else child, mode)
         elif p.is_file() and not p.is_symlink():
             target = posixpath.join(dest_abs, p.name) if dest_is_dir else dest_abs
-            entries[target] = (p, p.stat().st_mode & 0o7777)
+            entries[target] = (p, unprotected_mode(p.stat().st_mode, False))
             if not dest_is_dir:
                 file_dests[dest_abs] = p.name
             else:

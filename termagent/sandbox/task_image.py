@@ -19,10 +19,12 @@ import hashlib
 import logging
 import os
 import re
+import tarfile
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import docker
 
@@ -36,6 +38,9 @@ log = logging.getLogger(__name__)
 POLICIES = ("alias-first", "pull-first", "never")
 FLAVOURS = ("debian", "python", "tbench")  # alias targets built by termagent.sandbox.offline
 TASK_IMAGE_REPO = "termagent-task"
+# How build_context makes the archive; part of the image key, so an image built from another archive is rebuilt
+# ("unprotected": a file's write bit that a DVC link took away is put back, unprotected_mode).
+CONTEXT_FORMAT = "unprotected"
 
 # FROM [--platform=...] image [AS name]
 _FROM = re.compile(r"^(\s*FROM\s+(?:--\S+\s+)*)(\S+)(.*)$", re.IGNORECASE)
@@ -193,7 +198,7 @@ class ImageResolver:
             raise BuildError(f"task {task.id}: cannot read {env.dockerfile}: {e}") from None
         dockerfile, substitutions = self.rewrite_dockerfile(original)
         base_ids = [self._image_id(to) for _, to in substitutions]
-        key = hashlib.sha256("\0".join([task.content_hash, dockerfile, *base_ids]).encode()).hexdigest()
+        key = hashlib.sha256("\0".join([CONTEXT_FORMAT, task.content_hash, dockerfile, *base_ids]).encode()).hexdigest()
         tag = f"{TASK_IMAGE_REPO}/{_slug(task.id)}:{key[:12]}"
         sub_from = ", ".join(f for f, _ in substitutions) or None
         sub_to = ", ".join(t for _, t in substitutions) or None
@@ -257,8 +262,10 @@ class ImageResolver:
 
         def consume() -> None:
             try:
-                for chunk in api.build(path=str(context), dockerfile=path, tag=tag, rm=True, forcerm=True,
-                                       decode=True, labels={"termagent": "1", "termagent.task": task.id}):
+                archive, name = build_context(context, path)
+                for chunk in api.build(fileobj=archive, custom_context=True, dockerfile=name, tag=tag, rm=True,
+                                       forcerm=True, decode=True,
+                                       labels={"termagent": "1", "termagent.task": task.id}):
                     if "stream" in chunk:
                         log_lines.append(chunk["stream"])
                     if "error" in chunk:
@@ -308,3 +315,39 @@ def _relative(path, root) -> str:
 def _slug(task_id: str) -> str:
     slug = re.sub(r"[^a-z0-9._-]+", "-", task_id.lower()).strip(".-_")
     return slug[:100] or "task"
+
+
+def unprotected_mode(mode: int, is_dir: bool) -> int:
+    """A task file's mode with the owner's write bit that a DVC link took away put back: DVC versions a task tree
+    (data/generated) as read-only links into its cache (0444), and copied as they are, a task's inputs would reach
+    the container read-only where the task's author wrote 0644 (chmod-mode's verifier checks "the other files
+    keep 0644": 15 of its 16 oracle demos failed in a fresh clone). A file with any write bit, and every
+    directory, keeps its mode (a task may ship a 0600 key or a 0700 directory)."""
+    mode &= 0o7777
+    return mode if is_dir or mode & 0o222 else mode | 0o200
+
+
+def build_context(context: str | os.PathLike, dockerfile: str) -> tuple[tempfile.SpooledTemporaryFile, str]:
+    """The build archive of `context` (its .dockerignore applied, `dockerfile` added under a private name, as
+    docker-py's own `build(path=...)` makes it) with each file's mode through `unprotected_mode`. Returns
+    (archive, dockerfile name)."""
+    from docker.utils import tar
+    from docker.api.build import process_dockerfile  # what build(path=...) calls
+
+    context = str(context)
+    exclude = None
+    ignore = Path(context) / ".dockerignore"
+    if ignore.is_file():
+        exclude = [line.strip() for line in ignore.read_text().splitlines()
+                   if line.strip() and not line.strip().startswith("#")]
+    name, contents = process_dockerfile(dockerfile, context)
+    raw = tar(context, exclude=exclude, dockerfile=(name, contents))
+    out = tempfile.SpooledTemporaryFile(max_size=64 << 20)
+    with tarfile.open(fileobj=raw) as src, tarfile.open(fileobj=out, mode="w") as dst:
+        for info in src:
+            if info.isreg() or info.isdir():
+                info.mode = unprotected_mode(info.mode, info.isdir())
+            dst.addfile(info, src.extractfile(info) if info.isreg() else None)
+    raw.close()
+    out.seek(0)
+    return out, name

@@ -86,3 +86,43 @@ def test_unknown_docker_image_is_a_build_error(base_image, docker_client, make_t
         **{**task.environment.__dict__, "docker_image": "example.invalid/nothing:1"})})
     with pytest.raises(BuildError, match="neither present nor pullable"):
         sandbox.prepare(task)
+
+
+def test_the_build_context_undoes_a_dvc_links_read_only_modes(tmp_path):
+    """A DVC-versioned task tree (data/generated) sits in the workspace as read-only links into the cache: the
+    archive sent to the engine carries the write bit back (0444 -> 0644, 0555 -> 0755); other modes stay."""
+    import os
+    import tarfile
+
+    from termagent.sandbox.task_image import build_context
+
+    (tmp_path / "files").mkdir()
+    for name, mode in (("data.txt", 0o444), ("run.sh", 0o555), ("key", 0o600), ("plain.ini", 0o644)):
+        (tmp_path / "files" / name).write_text(name)
+        os.chmod(tmp_path / "files" / name, mode)
+    (tmp_path / ".dockerignore").write_text("# comment\nfiles/plain.ini\n")
+    dockerfile = tmp_path.parent / f"{tmp_path.name}.Dockerfile"  # outside the context, as ImageResolver writes it
+    dockerfile.write_text("FROM scratch\nCOPY files/ /app/\n")
+    archive, name = build_context(tmp_path, str(dockerfile))
+    with tarfile.open(fileobj=archive) as tar:
+        modes = {m.name: m.mode for m in tar.getmembers()}
+        assert tar.extractfile(name).read() == dockerfile.read_bytes()
+    assert modes["files/data.txt"] == 0o644 and modes["files/run.sh"] == 0o755 and modes["files/key"] == 0o600
+    assert "files/plain.ini" not in modes  # .dockerignore applied, as docker-py's own build(path=...) does
+
+
+@pytest.mark.docker
+def test_dvc_protected_task_inputs_reach_the_container_writable(sandbox, make_task):
+    task = make_task("git-modes", dockerfile="FROM debian:bookworm-slim\nCOPY files/ /app/\n")
+    env_dir = task.environment.dockerfile.parent
+    (env_dir / "files").mkdir()
+    for name, mode in (("data.txt", 0o444), ("run.sh", 0o555)):
+        (env_dir / "files" / name).write_text(f"{name} {uuid.uuid4().hex}\n")  # a fresh image key per run
+        (env_dir / "files" / name).chmod(mode)
+    from termagent.tasks.load import load_task
+
+    task = load_task(env_dir.parent)
+    image = sandbox.prepare(task)
+    with sandbox.trial(task, image=image) as trial:
+        assert trial.exec("stat -c '%n %a' /app/data.txt /app/run.sh", timeout=10).output.split("\n")[:2] == [
+            "/app/data.txt 644", "/app/run.sh 755"]

@@ -98,3 +98,26 @@ def test_oracle_replies_are_short_and_templated():
     assert replies[3].commands == () and replies[4].commands == ()
     text = policy.generate([[{"role": "user", "content": "x"}]], max_tokens=512, temperature=0.0)[0].text
     assert parse_response(text).ok and len(text) < 250
+
+
+def test_no_solution_types_a_tab():
+    """A demo types each solution step into an interactive shell, where TAB is readline's completion key: a
+    heredoc's TABs vanish and a Makefile written that way has no recipes (the two makefile tasks' demos failed
+    their verifier in every run until their solutions used .RECIPEPREFIX)."""
+    root = Path(__file__).resolve().parents[2] / "data" / "tasks"
+    scripts = sorted(root.glob("*/solution/solve.sh"))
+    assert len(scripts) > 20
+    typed = {p.parent.parent.name: [s.command for s in split_script(p.read_text())] for p in scripts}
+    assert [task for task, steps in typed.items() if any("\t" in c for c in steps)] == []
+
+
+@pytest.mark.docker
+def test_a_makefile_written_through_the_terminal_builds(base_image, docker_client, tmp_path):
+    from termagent.sandbox import Sandbox, SandboxConfig
+    from termagent.tasks.load import load_task
+
+    task = load_task(Path(__file__).resolve().parents[2] / "data" / "tasks" / "makefile-greet-build")
+    sandbox = Sandbox(SandboxConfig(base_image=base_image.tag, concurrency=1), client=docker_client)
+    stats = build_demos([task], sandbox, DemosConfig(), AgentConfig(max_turns=8), tmp_path / "d.jsonl",
+                        progress=False)
+    assert stats["n_demos"] == 1 and stats["dropped"] == {}

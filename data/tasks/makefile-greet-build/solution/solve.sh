@@ -1,6 +1,9 @@
 #!/bin/bash
 set -euo pipefail
+# Typed into an interactive shell (the agent's terminal), a TAB is readline's completion key, not a character:
+# the recipes use GNU make's .RECIPEPREFIX instead of TABs so the same solution works typed or run as a script.
 cat > /app/Makefile <<'MK'
+.RECIPEPREFIX = >
 CC      := gcc
 CFLAGS  := -Wall -O2 -Iinclude
 SRCS    := $(wildcard src/*.c)
@@ -8,16 +11,16 @@ OBJS    := $(patsubst src/%.c,build/%.o,$(SRCS))
 HEADERS := $(wildcard include/*.h)
 
 build/greet: $(OBJS)
-	$(CC) $(CFLAGS) -o $@ $^
+> $(CC) $(CFLAGS) -o $@ $^
 
 build/%.o: src/%.c $(HEADERS) | build
-	$(CC) $(CFLAGS) -c -o $@ $<
+> $(CC) $(CFLAGS) -c -o $@ $<
 
 build:
-	mkdir -p build
+> mkdir -p build
 
 clean:
-	rm -rf build
+> rm -rf build
 
 .PHONY: clean
 MK
