@@ -124,3 +124,20 @@ def test_a_group_without_signal_is_resampled_from_another_task(tmp_path, base_im
     assert step["signal_groups_frac"] == float(replaced)  # the trained batch is the replacement when it had signal
     assert m["trained_groups_signal_frac"] == float(replaced) and m["resampled_groups"] == int(replaced)
     assert m["groups"] == 2 and m["steps"] == 1
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_training_ends_once_every_task_is_retired(tmp_path, base_image, warm_adapter, grpo_sandbox):
+    """A task the policy never solves ties on its first group and is retired (retire_after_ties 1): nothing is
+    left to draw, so the run ends after that step instead of generating two more tied, skipped steps."""
+    from termagent.tasks.load import load_task
+
+    never = load_task(write_task(tmp_path / "tasks", "write-never", base_image.tag, word="zzz-unwritten"))
+    paths = GRPOPaths(warmup=warm_adapter, out=tmp_path / "grpo", rollouts_dir=tmp_path / "rollouts",
+                      checkpoints=tmp_path / "ckpt", metrics_dir=tmp_path / "metrics")
+    config = small_config(gradient_accumulation_steps=1, max_steps=3, retire_after_ties=1)
+    m = train_grpo(config, paths, tasks=[never], sandbox=grpo_sandbox, env_config=EnvConfig(), progress=False)
+    assert m["steps"] == 1 and m["stopped_early"] == "every task retired"
+    assert m["skipped_steps"] == 1 and m["retired_tasks"] == 1 and m["groups"] == 1
+    assert (paths.out / "adapter_config.json").is_file()
