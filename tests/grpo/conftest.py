@@ -88,7 +88,7 @@ def stage_inputs(tmp_path_factory, tasks, base_image) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def warm_model_dir(tmp_path_factory, tiny_model_dir, tasks, grpo_sandbox) -> Path:
-    """The tiny model, briefly fine-tuned (all weights, 40 steps) on a right and a wrong compact reply to each
+    """The tiny model, briefly fine-tuned (all weights, 80 steps) on a right and a wrong compact reply to each
     fixture task's real first-turn prompt (screens probed from real containers). Sampled at temperature 1
     it writes valid JSON most of the time, the right word some of the time: GRPO groups get a reward std."""
     import torch
@@ -110,7 +110,7 @@ def warm_model_dir(tmp_path_factory, tiny_model_dir, tasks, grpo_sandbox) -> Pat
             target = tokenizer(compact_reply(f"echo {written} > /tmp/out.txt\n") + tokenizer.eos_token,
                                add_special_tokens=False)["input_ids"]
             examples.append((prompt, target))
-    fit_completions(model, examples, pad_token_id=tokenizer.pad_token_id, steps=40, lr=1e-2)
+    fit_completions(model, examples, pad_token_id=tokenizer.pad_token_id, steps=80, lr=1e-2)
     out = tmp_path_factory.mktemp("warm") / "base"
     model.save_pretrained(str(out))
     tokenizer.save_pretrained(str(out))
