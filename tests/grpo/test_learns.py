@@ -34,6 +34,8 @@ def grpo_config(seed: int, **kw) -> GRPOParams:
     return GRPOParams(**({"use_vllm": False, "num_generations": 4, "per_device_train_batch_size": 4,
                           "gradient_accumulation_steps": 2, "max_steps": STEPS, "max_completion_length": 48,
                           "temperature": 1.0, "max_resamples": 0, "max_prompt_length": 4096, "seed": seed,
+                          # every step's reward is the arm's: no task may leave the draw (or end the run) for tying
+                          "retire_after_ties": 0,
                           "trl": {**GRPOParams().trl, "learning_rate": 2e-3, "save_steps": 1, "save_total_limit": 10}}
                          | kw))
 
