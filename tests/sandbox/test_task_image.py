@@ -113,7 +113,7 @@ def test_the_build_context_undoes_a_dvc_links_read_only_modes(tmp_path):
 
 @pytest.mark.docker
 def test_dvc_protected_task_inputs_reach_the_container_writable(sandbox, make_task):
-    task = make_task("git-modes", dockerfile="FROM debian:bookworm-slim\nCOPY files/ /app/\n")
+    task = make_task("dvc-protected", dockerfile="FROM debian:bookworm-slim\nCOPY files/ /app/\n")
     env_dir = task.environment.dockerfile.parent
     (env_dir / "files").mkdir()
     for name, mode in (("data.txt", 0o444), ("run.sh", 0o555)):
