@@ -25,6 +25,10 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 # a LoRA at this rate moves their length within a few steps. CI runs seed 0; the direction was checked with seeds
 # 0, 1 and 2 (TERMAGENT_LEARNS_SEEDS=0,1,2).
 STEPS = 8
+# MT-GRPO's 8 trajectories a step carry less signal per step than GRPO's 8 replies (one verdict per trajectory,
+# spread over its turns' tokens): at 8 steps CI's machine once ended at a 0.17 margin where this one reached 0.75
+# (2026-12-06, seed 0, same code); 12 steps give the slow start room.
+MT_STEPS = 12
 LAST = 3
 MARGIN = 0.2
 SEEDS = [int(s) for s in os.environ.get("TERMAGENT_LEARNS_SEEDS", "0").split(",")]
@@ -62,7 +66,7 @@ def test_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, warm
 
 
 def mt_params(seed: int, **kw) -> MTGRPOParams:
-    return MTGRPOParams(**({"max_steps": STEPS, "num_generations": 4, "tasks_per_step": 2, "max_turns": 2,
+    return MTGRPOParams(**({"max_steps": MT_STEPS, "num_generations": 4, "tasks_per_step": 2, "max_turns": 2,
                             "max_turn_tokens": 48, "max_completion_length": 256, "concurrency": 4,
                             "temperature": 1.0, "use_vllm": False, "micro_batch_size": 0, "seed": seed,
                             "max_prompt_length": 4096, "trl": {**MTGRPOParams().trl, "learning_rate": 2e-3}} | kw))
@@ -76,7 +80,7 @@ def test_mt_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, w
         run = run_mt_grpo(mt_params(seed), AgentConfig(max_failed_replies=None), grpo_sandbox, tasks, tmp_path / arm,
                           model_dir=warm_model_dir, start_adapter=warm_adapter, verdict=make_verdict(arm))
         arms[arm] = run["per_step"]["reward"]
-        assert run["steps"] == STEPS
+        assert run["steps"] == MT_STEPS
     print("mt_grpo arms:", arms)
     assert_apart(arms)
 
