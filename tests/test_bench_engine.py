@@ -27,3 +27,17 @@ def test_bench_engine_toy_shapes(tiny_model_dir, tiny_openvino_dir, tmp_path):
     for mode in ("runtime", "fuse"):  # logprobs at the RL temperature through the logits-scaled IR: all scored
         assert report["rl"]["logprob_gap_vs_fp32_peft"][mode]["tokens"] > 0
     assert report["prefix_caching"]["tokens_cached"] > 0
+
+
+def test_bench_engine_memory_toy_shapes(tiny_model_dir, tiny_openvino_dir, tmp_path):
+    """scripts/bench_engine_memory.py: each mode in its own process, every step's phases read, the summary written."""
+    out = tmp_path / "bench_engine_memory.json"
+    subprocess.run([sys.executable, str(REPO / "scripts/bench_engine_memory.py"), "--model", str(tiny_model_dir),
+                    "--steps", "2", "--batch", "1", "--seq", "48", "--rows", "2", "--new-tokens", "8",
+                    "--modes", "heap,heap+trim", "--out", str(out)], check=True, cwd=REPO)
+    report = json.loads(out.read_text())
+    assert [m["mode"] for m in report["modes"]] == ["heap", "heap+trim"]
+    for mode in report["modes"]:
+        assert mode["malloc"]["mode"] == "heap" and len(mode["phases"]) == 2
+        assert all(p["generate_gib"] > 0 for p in mode["phases"])
+    assert set(report["summary"]) == {"heap", "heap+trim"}
