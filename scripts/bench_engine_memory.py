@@ -50,9 +50,9 @@ def one_mode(mode: str, model_dir: Path, steps: int, batch: int, seq: int, rows:
 
     from termagent.params import load_params
     from termagent.policy import make_policy
+    from termagent.policy.openvino import EngineConfig, lora_scale
     from termagent.policy.spec import engine_spec
     from termagent.train.common import LoraParams, bf16_supported, load_model
-    from termagent.policy.openvino import EngineConfig, lora_scale
 
     params = load_params(REPO / "params.yaml")
     lora = LoraParams(**params["grpo"]["lora"])

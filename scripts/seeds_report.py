@@ -84,8 +84,8 @@ def main(runs: tuple[Path, ...], model: str, start: str, stage: str | None, out:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, doc)
     lines = [f"# {model} against {start}, {len(loaded)} seeds", "",
-             "Per task the mean over its eval attempts; paired bootstrap over tasks (95 %); pooled: each task's "
-             "score averaged over the seeds first.", "",
+             ("Per task the mean over its eval attempts; paired bootstrap over tasks (95 %); pooled: each task's "
+             "score averaged over the seeds first."), "",
              "| run | tasks | start | model | diff | CI | P(diff ≤ 0) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in per_run.items():
         lines += [row(f"{name}, eval_id", r["all"]), row(f"{name}, its trained families", r["trained"])]

@@ -92,7 +92,6 @@ def warm_model_dir(tmp_path_factory, tiny_model_dir, tasks, grpo_sandbox) -> Pat
     fixture task's real first-turn prompt (screens probed from real containers). Sampled at temperature 1
     it writes valid JSON most of the time, the right word some of the time: GRPO groups get a reward std."""
     import torch
-
     from transformers import AutoModelForCausalLM
 
     from termagent.train.common import fit_completions, load_tokenizer
