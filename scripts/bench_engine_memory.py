@@ -52,7 +52,7 @@ def one_mode(mode: str, model_dir: Path, steps: int, batch: int, seq: int, rows:
     from termagent.policy import make_policy
     from termagent.policy.openvino import EngineConfig, lora_scale
     from termagent.policy.spec import engine_spec
-    from termagent.train.common import LoraParams, bf16_supported, load_model
+    from termagent.train.common import LoraParams, bf16_supported, load_model, peak_rss_gib
 
     params = load_params(REPO / "params.yaml")
     lora = LoraParams(**params["grpo"]["lora"])
@@ -78,7 +78,6 @@ def one_mode(mode: str, model_dir: Path, steps: int, batch: int, seq: int, rows:
 
     g = torch.Generator().manual_seed(0)
     prompts = [torch.randint(1000, vocab - 1000, (seq - new_tokens,), generator=g).tolist() for _ in range(rows)]
-    peak = 0.0
     for step in range(steps):
         t0 = time.perf_counter()
         ids = torch.randint(1000, vocab - 1000, (batch, seq), generator=g)
@@ -97,15 +96,13 @@ def one_mode(mode: str, model_dir: Path, steps: int, batch: int, seq: int, rows:
         after_adapter = rss_gib()
         policy.generate_ids(prompts, max_tokens=new_tokens, temperature=0.7, seed=step)
         after_generate = rss_gib()
-        peak = max(peak, after_train, after_adapter, after_generate)
         record["phases"].append({"step": step, "train_gib": after_train, "adapter_gib": after_adapter,
                                  "generate_gib": after_generate, "wall_s": round(time.perf_counter() - t0, 2)})
         print(f"[{mode}] step {step}: train {after_train} adapter {after_adapter} generate {after_generate} GiB",
               file=sys.stderr, flush=True)
+    record["adapter_updates"] = policy.stats["adapter_updates"]  # one engine rebuild per step, as the stage's
     policy.close()
-    import resource
-
-    record["peak_rss_gib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3)
+    record["peak_rss_gib"] = peak_rss_gib()
     record["last_gib"] = record["phases"][-1]["generate_gib"] if record["phases"] else None
     record["growth_gib_per_step"] = (round((record["phases"][-1]["generate_gib"] - record["phases"][0]["generate_gib"])
                                            / (len(record["phases"]) - 1), 3) if len(record["phases"]) > 1 else None)

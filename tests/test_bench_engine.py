@@ -39,5 +39,6 @@ def test_bench_engine_memory_toy_shapes(tiny_model_dir, tiny_openvino_dir, tmp_p
     assert [m["mode"] for m in report["modes"]] == ["heap", "heap+trim"]
     for mode in report["modes"]:
         assert mode["malloc"]["mode"] == "heap" and len(mode["phases"]) == 2
+        assert mode["adapter_updates"] == 2  # each step's adapter went to the engine (the rebuild measured)
         assert all(p["generate_gib"] > 0 for p in mode["phases"])
     assert set(report["summary"]) == {"heap", "heap+trim"}
