@@ -9,11 +9,13 @@ reply shorter / longer than the first batch's split point; MT-GRPO: tokens per m
 last 3 steps, arm "short" >= 0.75 and arm "long" <= 0.25.
 T2 (real): one train task whose measured rate (`--rates`, a sample stage's rates.json) is in (0.2, 0.6), or
 `--t2-task`, trained on with its own tests as the reward. Passes when the pass rate of the last 3 steps minus the
-first 3 is >= 0.3 (each step's draw: GRPO's dynamic-sampling replacements are not counted).
-Every run is the stage's own trainer (train_grpo, train_mt_grpo) under params.yaml's grpo / mt_grpo sections, with
+first 3 is >= 0.3 (each step's draw: GRPO's dynamic-sampling replacements are not counted; task retirement is
+off, as one task that ties twice would end the run).
+Every run is the stage's own trainer (train_grpo, train_mt_grpo) under params.yaml's grpo / mt_grpo sections and
+its generation path (the `engine` section: OpenVINO with the live adapter where `engine.rl`), with
 max_steps = --steps; T1 turns dynamic sampling off (a replacement is chosen for its signal: it would bias the
 arm's reward toward 0.5). Results are written after every run, so an interrupted bench keeps what it measured, and
-a run of some --tests adds to an --out file of the same start and steps (run the bench in parts).
+a run of some --tests adds to an --out file of the same start, steps and generation path (run the bench in parts).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from termagent import atomic
 from termagent.agent.config import AgentConfig
 from termagent.models.artifact import START_FILE, resolve_start, write_start
 from termagent.params import profile_option, read_sections
+from termagent.policy.openvino import EngineConfig
 from termagent.rewards.synthetic import make_verdict
 from termagent.rollouts import read_rates
 from termagent.sandbox import Sandbox
@@ -107,7 +110,8 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     if unknown:
         raise click.ClickException(f"--tests: unknown {unknown}; known: {', '.join(TESTS)}")
     s = read_sections(params_file, profile, grpo=GRPOParams, mt_grpo=MTGRPOParams, agent=AgentConfig,
-                      sandbox=SandboxParams)
+                      sandbox=SandboxParams, engine=EngineConfig)
+    engine = s.engine  # the stages' generation path (engine.rl: OpenVINO with the live adapter)
     work.mkdir(parents=True, exist_ok=True)
     start = start_dir(base, warmup, work)
     model_dir, adapter = resolve_start(start)
@@ -125,9 +129,12 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     result = {"start": {"base": str(model_dir), "adapter": str(adapter) if adapter else None}, "steps": steps,
               "learning_rate": {"grpo": grpo.trl["learning_rate"], "mt_grpo": mt.trl["learning_rate"]},
               "t1_tasks": [t.id for t in t1], "t2_task": t2.id if t2 else None, "t2_task_rate": t2_rate,
+              "generation": {"engine": engine.rl, "adapter_mode": engine.adapter_mode, "precision": engine.precision}
+              if engine.rl else {"engine": False},
               "grpo": {}, "mt_grpo": {}, "minutes": {}, "environment": environment()}
     previous = json.loads(out.read_text()) if out.is_file() else {}
-    if {k: previous.get(k) for k in ("start", "steps")} == {k: result[k] for k in ("start", "steps")}:
+    same = ("start", "steps", "generation")
+    if {k: previous.get(k) for k in same} == {k: result[k] for k in same}:
         for key in ("grpo", "mt_grpo", "minutes"):  # a bench run in parts (--tests) adds to the same file
             result[key] = previous.get(key, {})
 
@@ -147,24 +154,26 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
             config = dataclasses.replace(grpo, max_resamples=0, retire_after_ties=0)  # every step: the arm's own draw
             arms = {arm: timed(f"t1-grpo-{arm}", lambda arm=arm: run_grpo(
                 config, work / "t1-grpo" / arm, warmup=start, tasks=t1, sandbox=sandbox, env_config=env,
-                verdict=make_verdict(arm))) for arm in ("short", "long")}
+                verdict=make_verdict(arm), engine=engine)) for arm in ("short", "long")}
             result["grpo"]["t1"] = t1_entry(arms)
             save()
         if "t2-grpo" in tests:
-            run = timed("t2-grpo", lambda: run_grpo(grpo, work / "t2-grpo", warmup=start, tasks=[t2],
-                                                    sandbox=sandbox, env_config=env))
+            # one task: the stage's retirement would end the run once it ties twice (run 16's warmup: at step 3)
+            config = dataclasses.replace(grpo, retire_after_ties=0)
+            run = timed("t2-grpo", lambda: run_grpo(config, work / "t2-grpo", warmup=start, tasks=[t2],
+                                                    sandbox=sandbox, env_config=env, engine=engine))
             result["grpo"]["t2"] = t2_entry(run)
             save()
         agent = s.agent
         if "t1-mt" in tests:
             arms = {arm: timed(f"t1-mt-{arm}", lambda arm=arm: run_mt_grpo(
                 mt, agent, sandbox, t1, work / "t1-mt" / arm, model_dir=model_dir, start_adapter=adapter,
-                verdict=make_verdict(arm))) for arm in ("short", "long")}
+                verdict=make_verdict(arm), engine=engine)) for arm in ("short", "long")}
             result["mt_grpo"]["t1"] = t1_entry(arms)
             save()
         if "t2-mt" in tests:
             run = timed("t2-mt", lambda: run_mt_grpo(mt, agent, sandbox, [t2], work / "t2-mt", model_dir=model_dir,
-                                                     start_adapter=adapter))
+                                                     start_adapter=adapter, engine=engine))
             result["mt_grpo"]["t2"] = t2_entry(run)
             save()
     save()

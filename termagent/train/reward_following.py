@@ -56,25 +56,26 @@ def improvement(pass_rate: list[float], *, k: int = 3, min_gain: float = 0.3) ->
             "passed": last - first >= min_gain, "criterion": f"pass rate of the last {k} steps - first {k} >= {min_gain}"}
 
 
-def run_grpo(config, root: Path, *, warmup: Path, tasks, sandbox, env_config, verdict=None) -> dict:
-    """One GRPO run (the stage's train_grpo) under `root`; its metrics and per-step numbers."""
+def run_grpo(config, root: Path, *, warmup: Path, tasks, sandbox, env_config, verdict=None, engine=None) -> dict:
+    """One GRPO run (the stage's train_grpo) under `root`; its metrics and per-step numbers. `engine`: the stage's
+    EngineConfig (rollouts on the OpenVINO engine with the live adapter), None for transformers' generate."""
     from termagent.train.grpo import GRPOPaths, train_grpo
 
     paths = GRPOPaths(warmup=warmup, out=root / "model", rollouts_dir=root / "rollouts",
                       checkpoints=root / "checkpoints", metrics_dir=root / "metrics")
     metrics = train_grpo(config, paths, tasks=tasks, sandbox=sandbox, env_config=env_config, progress=False,
-                         verdict=verdict)
+                         verdict=verdict, engine=engine)
     return {"per_step": per_step(paths.rollouts_dir / "rollouts.jsonl"), "steps": metrics["steps"],
             "skipped_steps": metrics["skipped_steps"], "threshold": getattr(verdict, "threshold", None)}
 
 
 def run_mt_grpo(params, agent, sandbox, tasks, root: Path, *, model_dir: Path, start_adapter: Path | None,
-                verdict=None) -> dict:
+                verdict=None, engine=None) -> dict:
     """One MT-GRPO run (the stage's train_mt_grpo) under `root`; its metrics and per-step numbers."""
     from termagent.train.mt_grpo import train_mt_grpo
 
     metrics = train_mt_grpo(params, agent, sandbox, tasks, model_dir=model_dir, start_adapter=start_adapter,
                             out_dir=root / "model", rollouts_dir=root / "rollouts", metrics_dir=root / "metrics",
-                            verdict=verdict)
+                            verdict=verdict, engine=engine)
     return {"per_step": per_step(root / "rollouts" / "rollouts.jsonl"), "steps": metrics["steps"],
             "skipped_steps": metrics["skipped_steps"], "threshold": getattr(verdict, "threshold", None)}
