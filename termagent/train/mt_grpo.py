@@ -229,12 +229,14 @@ def rollout_row(trial: dict, buffer, *, filter_mode: str, fallback_prompt_ids: l
     episode = trial.get("agent_result") or {}
     spans = [t.span for t in buffer.turns]
     excluded = status == "infra" or (status != "kept" and filter_mode == "exclude" and verdict is None)
-    if spans and episode:
+    if spans and episode and status != "infra":
         exec_ok, format_ok, rcs = turn_signals(episode, len(spans))
-    elif spans and not excluded:
-        # filter_mode "zero" and the agent timeout struck during a model call: the runner abandoned the agent
-        # thread, and no record of the turns survives (only the token buffer's spans). The trajectory scores 0,
-        # and so does each of its turns: no command is known to have run, no reply to have parsed.
+    elif spans:
+        # no record of the turns matches the buffer: filter_mode "zero" and the agent timeout struck during a model
+        # call (the runner abandoned the agent thread; only the buffer's spans survive), or an infrastructure
+        # failure (excluded) whose retried trial's buffer holds an abandoned attempt's turns (T1-MT on SmolLM2: a
+        # tmux capture failed, the retry found the buffer already begun). Each turn scores 0: no command is known
+        # to have run, no reply to have parsed.
         exec_ok, format_ok, rcs = [False] * len(spans), [False] * len(spans), [None] * len(spans)
     else:
         exec_ok, format_ok, rcs = [], [], []

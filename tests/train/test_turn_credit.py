@@ -136,3 +136,19 @@ def test_a_timed_out_trajectory_without_a_record_scores_zero_at_every_turn_in_ze
     assert len(turn_advs[1]) == 2 and turn_advs[1][0] < 0 < turn_advs[0][0]
     excluded = rollout_row(trial, buffer, filter_mode="exclude", fallback_prompt_ids=[5], eos_id=hf.eos_ids[0])
     assert excluded["outcome"] is None and not any(excluded["env_mask"])
+
+
+def test_a_retried_infrastructure_failure_whose_record_lost_the_buffers_turns_is_excluded(hf):
+    """T1-MT on SmolLM2 crashed here: a tmux capture failed (infrastructure), run_trials retried the trial with the
+    same agent, the retry refused the already-begun buffer (PolicyError), and the record (0 turns) no longer
+    matched the buffer's 1 span: rollout_row raised and ended the run. The row is an excluded infra row."""
+    buffer = TokenBufferPolicy(base=hf, suffix=ChatSuffix.from_tokenizer(hf.tokenizer), eos_ids=hf.eos_ids,
+                               max_completion_tokens=100)
+    buffer.generate([[{"role": "user", "content": "Make /app/run.sh executable."}]], max_tokens=6, temperature=1.0,
+                    seed=1)
+    trial = {"task_id": "t", "reward": None, "error": {"class": "PolicyError"},
+             "agent_result": {"task_id": "t", "ended_by": "error", "turns": []}}
+    for mode in ("exclude", "zero"):
+        out = rollout_row(trial, buffer, filter_mode=mode, fallback_prompt_ids=[5], eos_id=hf.eos_ids[0])
+        assert out["status"] == "infra" and out["outcome"] is None and not any(out["env_mask"]), mode
+        assert out["turn_exec_ok"] == [False] and out["turn_format_ok"] == [False], mode
