@@ -234,9 +234,8 @@ def rollout_row(trial: dict, buffer, *, filter_mode: str, fallback_prompt_ids: l
     elif spans:
         # no record of the turns matches the buffer: filter_mode "zero" and the agent timeout struck during a model
         # call (the runner abandoned the agent thread; only the buffer's spans survive), or an infrastructure
-        # failure (excluded) whose retried trial's buffer holds an abandoned attempt's turns (T1-MT on SmolLM2: a
-        # tmux capture failed, the retry found the buffer already begun). Each turn scores 0: no command is known
-        # to have run, no reply to have parsed.
+        # failure (excluded), whose record may stop short of the buffer (T1-MT on SmolLM2 raised here: 0 recorded
+        # turns for 1 span). Each turn scores 0: no command is known to have run, no reply to have parsed.
         exec_ok, format_ok, rcs = [False] * len(spans), [False] * len(spans), [None] * len(spans)
     else:
         exec_ok, format_ok, rcs = [], [], []

@@ -79,6 +79,7 @@ class TokenBufferPolicy(Policy):
     logprobs: list[float] = field(default_factory=list)
     turns: list[TurnTokens] = field(default_factory=list)
     _messages: list[dict] | None = None  # what the last call was given, + its reply
+    _opening: list[dict] | None = None  # the episode's first conversation: sent again, the trial was retried
 
     @property
     def context_limit(self) -> int | None:  # the trajectory budget once the prompt is known
@@ -105,7 +106,15 @@ class TokenBufferPolicy(Policy):
         return (self._messages is not None and len(messages) == len(self._messages) + 1
                 and messages[:-1] == self._messages and messages[-1].get("role") == "user")
 
+    def _restart_on_retry(self, messages: list[dict]) -> None:
+        """A retried trial (run_trials reruns an infrastructure failure with the same agent) opens with the episode's
+        first conversation again: the abandoned attempt's tokens are dropped, and the buffer holds the new one's."""
+        if self.prompt_ids and messages == self._opening:
+            self.prompt_ids, self.completion_ids, self.env_mask, self.logprobs, self.turns = [], [], [], [], []
+            self._messages = None
+
     def count_tokens(self, messages: list[dict]) -> int:
+        self._restart_on_retry(messages)
         if not self.prompt_ids:
             return self.base.count_tokens(messages)
         if self._extends(messages):
@@ -118,7 +127,9 @@ class TokenBufferPolicy(Policy):
         if len(messages_batch) != 1:
             raise PolicyError("token buffer: one conversation per call (one episode per buffer)")
         messages = messages_batch[0]
+        self._restart_on_retry(messages)
         if not self.prompt_ids:
+            self._opening = list(messages)
             self.prompt_ids = list(self.base.prompt_ids(messages))
             env, drift, drift_at = [], "first", None
         else:

@@ -152,3 +152,21 @@ def test_a_retried_infrastructure_failure_whose_record_lost_the_buffers_turns_is
         out = rollout_row(trial, buffer, filter_mode=mode, fallback_prompt_ids=[5], eos_id=hf.eos_ids[0])
         assert out["status"] == "infra" and out["outcome"] is None and not any(out["env_mask"]), mode
         assert out["turn_exec_ok"] == [False] and out["turn_format_ok"] == [False], mode
+
+
+def test_a_retried_trial_restarts_the_buffer_from_its_opening_conversation(hf):
+    """run_trials reruns an infrastructure failure with the same agent: the retry sends the episode's first
+    conversation again. The buffer drops the abandoned attempt (it refused it before: PolicyError, a second infra
+    failure) and holds the retry's tokens only, so its spans match the retry's record."""
+    buffer = TokenBufferPolicy(base=hf, suffix=ChatSuffix.from_tokenizer(hf.tokenizer), eos_ids=hf.eos_ids,
+                               max_completion_tokens=200)
+    first = [{"role": "user", "content": "Make /app/run.sh executable."}]
+    [g1] = buffer.generate([first], max_tokens=6, temperature=1.0, seed=1)
+    second = [*first, {"role": "assistant", "content": g1.text}, {"role": "user", "content": "New Terminal Output:\n$ "}]
+    buffer.generate([second], max_tokens=6, temperature=1.0, seed=2)
+    assert len(buffer.turns) == 2
+    assert buffer.count_tokens(first) == len(hf.prompt_ids(first))  # the retry's first context check
+    [retry] = buffer.generate([first], max_tokens=6, temperature=1.0, seed=3)
+    assert len(buffer.turns) == 1 and buffer.turns[0].drift == "first"
+    assert buffer.prompt_ids == list(hf.prompt_ids(first)) and buffer.completion_ids == list(retry.completion_ids)
+    assert buffer.env_mask == [1] * len(retry.completion_ids) and len(buffer.logprobs) == len(retry.completion_ids)
