@@ -65,8 +65,8 @@ class GRPOParams:
     lora: LoraParams = field(default_factory=lambda: LoraParams(r=64, alpha=64))  # docs/design.md#the-gpu-configuration; unused when starting from the warmup adapter (that adapter is trained on)
     reward: RewardWeights = field(default_factory=RewardWeights)  # 0.05 format + 0.10 script + 0.85 verifier
     num_generations: int = 4  # completions per prompt (the group)
-    per_device_train_batch_size: int = 4  # completions per micro-batch
-    gradient_accumulation_steps: int = 2  # micro-batches per optimizer step = one generation batch
+    per_device_train_batch_size: int = 2  # completions per micro-batch (2: half the activation peak of 4, same speed)
+    gradient_accumulation_steps: int = 4  # micro-batches per optimizer step = one generation batch
     max_steps: int = 30  # optimizer steps (a step skipped for want of signal counts: steps.jsonl `skipped`)
     max_prompt_length: int = 1536  # tokens; longer task prompts are left out (never truncated: eval would not)
     max_completion_length: int = 192  # tokens per reply; a reply cut here runs nothing and earns 0

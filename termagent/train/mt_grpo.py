@@ -136,7 +136,7 @@ MT_GRPO_RESERVED = ("output_dir", "data_seed", "gradient_checkpointing_kwargs", 
 @dataclass
 class MTGRPOParams:
     # training (docs/design.md#the-gpu-configuration: dr_grpo, scale_rewards none, temperature 1.0)
-    max_steps: int = 3  # optimizer steps; each is one rollout batch
+    max_steps: int = 12  # optimizer steps; each is one rollout batch
     num_generations: int = 4  # trajectories per task (the group)
     tasks_per_step: int = 2  # groups per step: the batch is tasks_per_step x num_generations trajectories
     gradient_accumulation_steps: int = 1  # rollout batches per optimizer step

@@ -131,13 +131,17 @@ def mixed(rate: dict) -> bool:
     return rate["n"] >= 2 and 0 < rate["passes"] < rate["n"]
 
 
+HAND_WRITTEN = "(hand-written)"  # the family key of the tasks no generator made (their metadata names none)
+
+
 def summary_of(rates: dict[str, dict]) -> dict[str, Any]:
     scored = [r for r in rates.values() if r["n"]]
     n_ep = sum(r["n"] for r in scored)
     by_family: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r in scored:
-        by_family[str(r["family"])][0] += r["passes"]
-        by_family[str(r["family"])][1] += r["n"]
+        family = r["family"] or HAND_WRITTEN
+        by_family[family][0] += r["passes"]
+        by_family[family][1] += r["n"]
     return {"tasks": len(rates), "episodes": n_ep, "passes": sum(r["passes"] for r in scored),
             "pass_rate": round(sum(r["passes"] for r in scored) / n_ep, 4) if n_ep else 0.0,
             "tasks_mixed": sum(mixed(r) for r in scored), "tasks_all_pass": sum(r["passes"] == r["n"] for r in scored),

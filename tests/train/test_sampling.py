@@ -37,6 +37,8 @@ def test_rates_leave_infrastructure_failures_out_and_the_summary_counts_mixed_ta
     s = summary_of(rates)
     assert (s["tasks_mixed"], s["tasks_all_pass"], s["tasks_all_fail"], s["infra_failures"]) == (2, 1, 1, 1)
     assert s["pass_rate_by_family"] == {"f1": 0.5, "f2": 0.5}
+    hand = summary_of(solve_rates(RECORDS, {"always": "f1", "never": "f1"}))  # "half", "flaky_infra": no family
+    assert hand["pass_rate_by_family"] == {"f1": 0.5, "(hand-written)": 0.5}  # never the key "None"
 
 
 def test_only_tasks_with_a_rate_strictly_inside_zero_one_carry_signal(tmp_path):
