@@ -1,0 +1,37 @@
+"""scripts/collect_run.py reads stage minutes from a run's output stamped by scripts/stamp.py (mtimes do not
+survive `dvc exp apply`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_stage_minutes_come_from_the_stamped_log(tmp_path):
+    out = subprocess.run([sys.executable, str(REPO / "scripts/stamp.py")], input="Running stage 'demos':\nok\n",
+                         capture_output=True, text=True, check=True).stdout
+    first, second = out.splitlines()
+    assert first.endswith("\tRunning stage 'demos':") and second.endswith("\tok") and float(first.split("\t")[0]) > 0
+    log = tmp_path / "run.log"  # a run as stamp.py writes it: demos 2 min, warmup 10 min, then the end
+    log.write_text("1000\tRunning stage 'demos':\n1060\tdemos: 9/9 done\n1120\tRunning stage 'warmup':\n"
+                   "1720\tUpdating lock file 'dvc.lock'\n")
+    ws = tmp_path / "ws"
+    (ws / "metrics/eval").mkdir(parents=True)
+    subprocess.run([sys.executable, str(REPO / "scripts/collect_run.py"), "--workspace", str(ws), "--run", "r",
+                    "--dest", str(tmp_path), "--started", "990", "--stage-log", str(log)], check=True, cwd=REPO)
+    doc = json.loads((tmp_path / "metrics/runs/r/minutes.json").read_text())
+    assert doc["stages"] == {"demos": 2.0, "warmup": 10.0} and doc["total"] == 12.2
+
+
+def test_an_unstamped_log_is_refused_with_its_line(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text("Running stage 'demos':\n")
+    (tmp_path / "ws").mkdir()
+    r = subprocess.run([sys.executable, str(REPO / "scripts/collect_run.py"), "--workspace", str(tmp_path / "ws"),
+                        "--run", "r", "--dest", str(tmp_path), "--started", "0", "--stage-log", str(log)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode != 0 and "run.log:1" in r.stderr and "stamp.py" in r.stderr
