@@ -46,7 +46,7 @@ def minutes_from_log(path: Path) -> tuple[dict[str, float], float]:
     Also returns the last line's time (the run's end)."""
     stamps: list[tuple[float, str | None]] = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
-        t, _, rest = line.partition("\t")
+        t = line.partition("\t")[0]
         try:
             when = float(t)
         except ValueError:
