@@ -15,12 +15,14 @@ Every run is the stage's own trainer (train_grpo, train_mt_grpo) under params.ya
 its generation path (the `engine` section: OpenVINO with the live adapter where `engine.rl`), with
 max_steps = --steps; T1 turns dynamic sampling off (a replacement is chosen for its signal: it would bias the
 arm's reward toward 0.5). Results are written after every run, so an interrupted bench keeps what it measured, and
-a run of some --tests adds to an --out file of the same start, steps and generation path (run the bench in parts).
+a run of some --tests adds to an --out file of the same start (the adapter's weights, by digest), steps and
+generation path, each trainer's section only where that trainer's configuration is the same (run the bench in parts).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import shutil
 import time
@@ -58,6 +60,41 @@ def start_dir(base: Path, warmup: str, work: Path) -> Path:
         shutil.copytree(warmup, out)
     write_start(out, base_dir=base, adapter=bool(warmup))
     return out
+
+
+def adapter_digest(adapter: Path | None) -> str | None:
+    """sha256 of the adapter's weights: what a start is (its path says nothing: every run's is models/warmup)."""
+    return hashlib.sha256((adapter / "adapter_model.safetensors").read_bytes()).hexdigest() if adapter else None
+
+
+def config_digest(config) -> str:
+    """A trainer's configuration as the bench ran it (after --steps and --lr), for merging runs made in parts."""
+    text = json.dumps(dataclasses.asdict(config), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def merge(previous: dict, result: dict, out: Path, running: set[str]) -> None:
+    """Carry `previous`'s measurements into `result` when both are the same start (the adapter's weights, not its
+    path), steps and generation path. A trainer's section this run adds to (`running`: "grpo", "mt_grpo") must hold
+    results of the same configuration; one it does not touch is kept with its own. Else stop (results would be
+    lost): another --out, or --replace."""
+    def identity(doc):
+        start = doc.get("start") or {}
+        return start.get("base"), start.get("adapter_sha256"), doc.get("steps"), doc.get("generation")
+
+    held = [sect for sect in ("grpo", "mt_grpo") if previous.get(sect)]
+    configs = previous.get("config") or {}
+    differ = [sect for sect in held if sect in running and configs.get(sect) != result["config"][sect]]
+    if identity(previous) != identity(result) or differ:
+        raise click.ClickException(
+            f"{out} holds results of another start, steps, generation path or {' and '.join(differ) or 'trainer'} "
+            f"configuration: write to another --out, or pass --replace")
+    for sect in held:
+        result[sect] = previous[sect]
+        result["config"][sect] = configs.get(sect)
+    result["minutes"] = dict(previous.get("minutes") or {})
+    for key in ("t2_task", "t2_task_rate"):
+        result[key] = result[key] if result[key] is not None else previous.get(key)
 
 
 def one_per_family(tasks: list, n: int) -> list:
@@ -103,8 +140,9 @@ def pick_t2_task(tasks: dict, rates: Path | None, task_id: str | None, lo: float
 @click.option("--image", default="data/image.json", show_default=True, type=click.Path(path_type=Path))
 @click.option("--work", default="/tmp/bench_learns", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default="metrics/bench_learns.json", show_default=True, type=click.Path(path_type=Path))
+@click.option("--replace", is_flag=True, help="start --out afresh (else a run adds to the results it holds)")
 def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, t2_task, lr, index, image, work,
-         out) -> None:
+         out, replace) -> None:
     tests = [t.strip() for t in tests_csv.split(",") if t.strip()]
     unknown = sorted(set(tests) - set(TESTS))
     if unknown:
@@ -126,17 +164,17 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     sandbox_config = dataclasses.replace(s.sandbox.sandbox_config(json.loads(image.read_text())["image"]),
                                          warm_pool=max(s.sandbox.warm_pool, grpo.generation_batch_size),
                                          concurrency=max(s.sandbox.concurrency, mt.concurrency))
-    result = {"start": {"base": str(model_dir), "adapter": str(adapter) if adapter else None}, "steps": steps,
+    result = {"start": {"base": str(model_dir), "adapter": str(adapter) if adapter else None,
+                        "adapter_sha256": adapter_digest(adapter)}, "steps": steps,
+              "config": {"grpo": config_digest(grpo), "mt_grpo": config_digest(mt)},
               "learning_rate": {"grpo": grpo.trl["learning_rate"], "mt_grpo": mt.trl["learning_rate"]},
               "t1_tasks": [t.id for t in t1], "t2_task": t2.id if t2 else None, "t2_task_rate": t2_rate,
               "generation": {"engine": engine.rl, "adapter_mode": engine.adapter_mode, "precision": engine.precision}
               if engine.rl else {"engine": False},
               "grpo": {}, "mt_grpo": {}, "minutes": {}, "environment": environment()}
-    previous = json.loads(out.read_text()) if out.is_file() else {}
-    same = ("start", "steps", "generation")
-    if {k: previous.get(k) for k in same} == {k: result[k] for k in same}:
-        for key in ("grpo", "mt_grpo", "minutes"):  # a bench run in parts (--tests) adds to the same file
-            result[key] = previous.get(key, {})
+    previous = json.loads(out.read_text()) if out.is_file() and not replace else {}
+    if previous:  # a bench run in parts (--tests) adds to the same file, never over another configuration's results
+        merge(previous, result, out, {"mt_grpo" if t.endswith("-mt") else "grpo" for t in tests})
 
     def save():
         ran = [v["verdict"]["passed"] for sect in ("grpo", "mt_grpo") for v in result[sect].values()]
