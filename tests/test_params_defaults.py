@@ -200,5 +200,16 @@ def test_a_second_seed_is_one_key():
         assert section(seeded, name, section_class(name)) == section(PARAMS, name, section_class(name))
 
 
+@pytest.mark.parametrize("profile", [None, *PROFILES])
+def test_grpo_round_2_is_one_key_on_every_profile(profile):
+    """`dvc exp run -S grpo.round=2` (docs/dvc.md): round 2's batch must hold whole groups of 16 on every profile,
+    whatever micro-batch round 1 trains with (micro-batch 2 broke it on the embedded default until round2's
+    accumulation followed)."""
+    params = load_params(REPO / "params.yaml", REPO / "profiles" / f"{profile}.yaml" if profile else None)
+    params["grpo"] = {**params["grpo"], "round": 2}
+    round2 = section(params, "grpo", section_class("grpo")).effective()
+    assert round2.generation_batch_size % round2.num_generations == 0 and round2.num_generations == 16
+
+
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     SNAPSHOT.write_text(json.dumps(merged_configs(), indent=1) + "\n")

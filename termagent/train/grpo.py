@@ -53,7 +53,7 @@ class GRPORound2:
     num_generations: int = 16  # a bigger group: more groups with a nonzero reward std
     max_prompt_length: int = 2048  # longer task prompts admitted
     beta: float = 0.01  # a tighter KL leash for the second round
-    gradient_accumulation_steps: int | None = 4  # None: keep round 1's (the batch must hold whole groups)
+    gradient_accumulation_steps: int | None = 8  # None: keep round 1's (the batch must hold whole groups)
 
 
 @dataclass
