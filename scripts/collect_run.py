@@ -43,7 +43,7 @@ STAGE_LINE = re.compile(r"^[\d.]+\tRunning stage '([^']+)'")
 def minutes_from_log(path: Path) -> tuple[dict[str, float], float]:
     """Stage -> wall minutes from a stamped `dvc repro`/`dvc exp run` log: each stage runs from its "Running stage"
     line to the next one (the last to the log's last stamped line). A stage DVC skipped prints no such line.
-    Also returns the last line's time (the run's end)."""
+    Also returns the run's minutes, the log's first stamped line to its last."""
     stamps: list[tuple[float, str | None]] = []
     for n, line in enumerate(path.read_text().splitlines(), 1):
         t = line.partition("\t")[0]
@@ -58,7 +58,8 @@ def minutes_from_log(path: Path) -> tuple[dict[str, float], float]:
     if not starts:
         raise click.BadParameter(f"{path}: no \"Running stage\" line")
     ends = [t for t, _ in starts[1:]] + [stamps[-1][0]]
-    return {s: round((end - t) / 60, 1) for (t, s), end in zip(starts, ends)}, stamps[-1][0]
+    minutes = {s: round((end - t) / 60, 1) for (t, s), end in zip(starts, ends)}
+    return minutes, round((stamps[-1][0] - stamps[0][0]) / 60, 1)
 
 
 def minutes_from_mtimes(ws: Path, started: float) -> dict[str, float]:
@@ -123,9 +124,9 @@ def main(workspace: Path, run_name: str, dest: Path, started: float, stage_log: 
         minutes = minutes_from_mtimes(ws, started)
         ends = [(ws / f).stat().st_mtime for f in ("metrics/summary.json", "reports/comparison.md")
                 if (ws / f).exists()]
-    else:
-        minutes, end = minutes_from_log(stage_log)
-        ends = [end]
+        total = round((max(ends) - started) / 60, 1) if ends and max(ends) >= started else None
+    else:  # the log times the run itself: --started (0 after `dvc exp apply`) only picks the files to copy
+        minutes, total = minutes_from_log(stage_log)
     evals = {}
     for f in sorted((ws / "metrics/eval").glob("*.details.json")):
         if f.stat().st_mtime < started:
@@ -137,8 +138,8 @@ def main(workspace: Path, run_name: str, dest: Path, started: float, stage_log: 
            else f"stage minutes from the stamped run log ({stage_log.name}): one 'Running stage' line to the next")
     doc = {"how": how + "; evals from their wall_s",
            "stages": minutes, "evals": evals}
-    if ends and max(ends) >= started:
-        doc["total"] = round((max(ends) - started) / 60, 1)
+    if total is not None:
+        doc["total"] = total
     out.mkdir(parents=True, exist_ok=True)
     (out / "minutes.json").write_text(json.dumps(doc, indent=2) + "\n")
     click.echo(f"{out}: evals {copied}; minutes {doc}")

@@ -16,15 +16,15 @@ def test_stage_minutes_come_from_the_stamped_log(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     first, second = out.splitlines()
     assert first.endswith("\tRunning stage 'demos':") and second.endswith("\tok") and float(first.split("\t")[0]) > 0
-    log = tmp_path / "run.log"  # a run as stamp.py writes it: demos 2 min, warmup 10 min, then the end
-    log.write_text("1000\tRunning stage 'demos':\n1060\tdemos: 9/9 done\n1120\tRunning stage 'warmup':\n"
-                   "1720\tUpdating lock file 'dvc.lock'\n")
+    log = tmp_path / "run.log"  # a run as stamp.py writes it: 0.5 min of set-up, demos 2, warmup 10, the end
+    log.write_text("970\tReproducing experiment 'r'\n1000\tRunning stage 'demos':\n1060\tdemos: 9/9 done\n"
+                   "1120\tRunning stage 'warmup':\n1720\tUpdating lock file 'dvc.lock'\n")
     ws = tmp_path / "ws"
     (ws / "metrics/eval").mkdir(parents=True)
     subprocess.run([sys.executable, str(REPO / "scripts/collect_run.py"), "--workspace", str(ws), "--run", "r",
-                    "--dest", str(tmp_path), "--started", "990", "--stage-log", str(log)], check=True, cwd=REPO)
-    doc = json.loads((tmp_path / "metrics/runs/r/minutes.json").read_text())
-    assert doc["stages"] == {"demos": 2.0, "warmup": 10.0} and doc["total"] == 12.2
+                    "--dest", str(tmp_path), "--started", "0", "--stage-log", str(log)], check=True, cwd=REPO)
+    doc = json.loads((tmp_path / "metrics/runs/r/minutes.json").read_text())  # --started 0, as after exp apply
+    assert doc["stages"] == {"demos": 2.0, "warmup": 10.0} and doc["total"] == 12.5
 
 
 def test_an_unstamped_log_is_refused_with_its_line(tmp_path):

@@ -115,16 +115,22 @@ def test_a_trajectory_with_no_generation_becomes_a_masked_placeholder(hf):
     assert out["prompt_ids"] == [5, 6] and out["env_mask"] == [0] and out["turn_spans"] == []
 
 
-def test_a_timed_out_trajectory_without_a_record_scores_zero_at_every_turn_in_zero_mode(hf):
-    """The runner abandons an agent thread caught in a model call at the agent timeout: the trial has no episode
-    record, but the token buffer holds the turns. filter_mode "zero" trains on it as a failure, turn by turn
-    (run 12's first try crashed here: 0 turn advantages for 5 spans); "exclude" leaves it out."""
+def two_turn_buffer(hf) -> tuple[TokenBufferPolicy, list[dict]]:
+    """A token buffer that generated an episode's first two turns; and the episode's opening conversation."""
     buffer = TokenBufferPolicy(base=hf, suffix=ChatSuffix.from_tokenizer(hf.tokenizer), eos_ids=hf.eos_ids,
                                max_completion_tokens=200)
     first = [{"role": "user", "content": "Make /app/run.sh executable."}]
     [g1] = buffer.generate([first], max_tokens=6, temperature=1.0, seed=1)
     second = [*first, {"role": "assistant", "content": g1.text}, {"role": "user", "content": "New Terminal Output:\n$ "}]
     buffer.generate([second], max_tokens=6, temperature=1.0, seed=2)
+    return buffer, first
+
+
+def test_a_timed_out_trajectory_without_a_record_scores_zero_at_every_turn_in_zero_mode(hf):
+    """The runner abandons an agent thread caught in a model call at the agent timeout: the trial has no episode
+    record, but the token buffer holds the turns. filter_mode "zero" trains on it as a failure, turn by turn
+    (run 12's first try crashed here: 0 turn advantages for 5 spans); "exclude" leaves it out."""
+    buffer, _ = two_turn_buffer(hf)
     trial = {"task_id": "t", "reward": 0.0, "error": {"class": "AgentTimeoutError"}, "agent_result": None}
     zero = rollout_row(trial, buffer, filter_mode="zero", fallback_prompt_ids=[5], eos_id=hf.eos_ids[0])
     assert zero["status"] == "timeout" and zero["outcome"] == 0.0 and len(zero["turn_spans"]) == 2
@@ -158,12 +164,7 @@ def test_a_retried_trial_restarts_the_buffer_from_its_opening_conversation(hf):
     """run_trials reruns an infrastructure failure with the same agent: the retry sends the episode's first
     conversation again. The buffer drops the abandoned attempt (it refused it before: PolicyError, a second infra
     failure) and holds the retry's tokens only, so its spans match the retry's record."""
-    buffer = TokenBufferPolicy(base=hf, suffix=ChatSuffix.from_tokenizer(hf.tokenizer), eos_ids=hf.eos_ids,
-                               max_completion_tokens=200)
-    first = [{"role": "user", "content": "Make /app/run.sh executable."}]
-    [g1] = buffer.generate([first], max_tokens=6, temperature=1.0, seed=1)
-    second = [*first, {"role": "assistant", "content": g1.text}, {"role": "user", "content": "New Terminal Output:\n$ "}]
-    buffer.generate([second], max_tokens=6, temperature=1.0, seed=2)
+    buffer, first = two_turn_buffer(hf)
     assert len(buffer.turns) == 2
     assert buffer.count_tokens(first) == len(hf.prompt_ids(first))  # the retry's first context check
     [retry] = buffer.generate([first], max_tokens=6, temperature=1.0, seed=3)
