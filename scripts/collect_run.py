@@ -45,7 +45,11 @@ def minutes_from_log(path: Path) -> tuple[dict[str, float], float]:
     line to the next one (the last to the log's last stamped line). A stage DVC skipped prints no such line.
     Also returns the run's minutes, the log's first stamped line to its last."""
     stamps: list[tuple[float, str | None]] = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    # lines end at "\n" only: a progress bar's "\r" redraws are part of the line stamp.py stamped (splitlines and
+    # text-mode reads would break them into unstamped lines)
+    for n, line in enumerate(path.read_bytes().decode(errors="replace").split("\n"), 1):
+        if not line:
+            continue
         t = line.partition("\t")[0]
         try:
             when = float(t)

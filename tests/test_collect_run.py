@@ -12,13 +12,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_stage_minutes_come_from_the_stamped_log(tmp_path):
-    out = subprocess.run([sys.executable, str(REPO / "scripts/stamp.py")], input="Running stage 'demos':\nok\n",
-                         capture_output=True, text=True, check=True).stdout
-    first, second = out.splitlines()
-    assert first.endswith("\tRunning stage 'demos':") and second.endswith("\tok") and float(first.split("\t")[0]) > 0
-    log = tmp_path / "run.log"  # a run as stamp.py writes it: 0.5 min of set-up, demos 2, warmup 10, the end
-    log.write_text("970\tReproducing experiment 'r'\n1000\tRunning stage 'demos':\n1060\tdemos: 9/9 done\n"
-                   "1120\tRunning stage 'warmup':\n1720\tUpdating lock file 'dvc.lock'\n")
+    out = subprocess.run([sys.executable, str(REPO / "scripts/stamp.py")],
+                         input=b"Running stage 'demos':\n 1%\r 9%\rok\n", capture_output=True, check=True).stdout
+    first, second = out.decode().split("\n")[:2]  # bytes: a text-mode read would turn each \r into a line
+    assert first.endswith("\tRunning stage 'demos':") and float(first.split("\t")[0]) > 0
+    assert second.endswith("\t 1%\r 9%\rok")  # a progress bar's redraws stay in the one stamped line
+    log = tmp_path / "run.log"  # as stamp.py writes it: 0.5 min of set-up, demos 2 (a progress bar), warmup 10, the end
+    log.write_bytes(b"970\tReproducing experiment 'r'\n1000\tRunning stage 'demos':\n1060\tdemos:  1%\r 9%\r 9/9\n"
+                    b"1120\tRunning stage 'warmup':\n1720\tUpdating lock file 'dvc.lock'\n")
     ws = tmp_path / "ws"
     (ws / "metrics/eval").mkdir(parents=True)
     subprocess.run([sys.executable, str(REPO / "scripts/collect_run.py"), "--workspace", str(ws), "--run", "r",
