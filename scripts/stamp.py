@@ -9,6 +9,8 @@ survive `dvc exp apply` and `--temp` (output modification times do neither).
 import sys
 import time
 
-for line in sys.stdin:
-    sys.stdout.write(f"{time.time():.0f}\t{line}")
-    sys.stdout.flush()
+# bytes in, bytes out: a line is what ends at b"\n" (a progress bar's \r redraws stay in it), and output that is not
+# valid text in the locale's encoding cannot stop the stamping (and with it, through the pipe, the run)
+for line in sys.stdin.buffer:
+    sys.stdout.buffer.write(b"%.0f\t" % time.time() + line)
+    sys.stdout.buffer.flush()
