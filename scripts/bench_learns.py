@@ -5,8 +5,10 @@
 
 T1 (synthetic): two runs per trainer from the same start and seed, on real first-turn prompts of train tasks
 (one task per family, round-robin, `--t1-tasks`), rewarded by opposite verdicts (termagent.rewards.synthetic:
-reply shorter / longer than the first batch's split point; MT-GRPO: tokens per model turn). Passes when, over the
-last 3 steps, arm "short" >= 0.75 and arm "long" <= 0.25.
+reply shorter / longer than a split point per task; MT-GRPO: tokens per model turn). GRPO takes each task's cut
+from its first batch; MT-GRPO's arms first roll every task out with the start policy and take the cuts from that
+(a task first drawn at step k would otherwise be cut on a policy already moved). Passes when, over the last 3
+steps, arm "short" >= 0.75 and arm "long" <= 0.25.
 T2 (real): one train task whose measured rate (`--rates`, a sample stage's rates.json) is in (0.2, 0.6), or
 `--t2-task`, trained on with its own tests as the reward. Passes when the pass rate of the last 3 steps minus the
 first 3 is >= 0.3 (each step's draw: GRPO's dynamic-sampling replacements are not counted; task retirement is
@@ -43,7 +45,14 @@ from termagent.tasks.index import tasks_in_split
 from termagent.train.common import environment
 from termagent.train.grpo import GRPOParams
 from termagent.train.mt_grpo import MTGRPOParams
-from termagent.train.reward_following import improvement, run_grpo, run_mt_grpo, separation
+from termagent.train.reward_following import (
+    calibrate_mt_verdict,
+    improvement,
+    run_grpo,
+    run_mt_grpo,
+    separation,
+    with_cuts,
+)
 from termagent.train.single_turn import EnvConfig
 
 TESTS = ("t1-grpo", "t2-grpo", "t1-mt", "t2-mt")
@@ -164,7 +173,9 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     sandbox_config = dataclasses.replace(s.sandbox.sandbox_config(json.loads(image.read_text())["image"]),
                                          warm_pool=max(s.sandbox.warm_pool, grpo.generation_batch_size),
                                          concurrency=max(s.sandbox.concurrency, mt.concurrency))
-    result = {"start": {"base": str(model_dir), "adapter": str(adapter) if adapter else None,
+    # the start as given: a plain adapter directory is copied under --work, a path that is gone when the bench ends
+    given = str(adapter) if start == Path(warmup or ".") else warmup
+    result = {"start": {"base": str(model_dir), "adapter": given if adapter else None,
                         "adapter_sha256": adapter_digest(adapter)}, "steps": steps,
               "config": {"grpo": config_digest(grpo), "mt_grpo": config_digest(mt)},
               "learning_rate": {"grpo": grpo.trl["learning_rate"], "mt_grpo": mt.trl["learning_rate"]},
@@ -204,10 +215,15 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
             save()
         agent = s.agent
         if "t1-mt" in tests:
+            # every task's cut from the start policy, the same for both arms (calibrate_mt_verdict says why)
+            cuts = make_verdict("short")
+            calibration = timed("t1-mt-calibrate", lambda: calibrate_mt_verdict(
+                mt, agent, sandbox, t1, cuts, model_dir=model_dir, start_adapter=adapter, engine=engine,
+                work=work / "t1-mt" / "calibration"))
             arms = {arm: timed(f"t1-mt-{arm}", lambda arm=arm: run_mt_grpo(
                 mt, agent, sandbox, t1, work / "t1-mt" / arm, model_dir=model_dir, start_adapter=adapter,
-                verdict=make_verdict(arm), engine=engine)) for arm in ("short", "long")}
-            result["mt_grpo"]["t1"] = t1_entry(arms)
+                verdict=with_cuts(make_verdict(arm), cuts), engine=engine)) for arm in ("short", "long")}
+            result["mt_grpo"]["t1"] = t1_entry(arms, calibration)
             save()
         if "t2-mt" in tests:
             run = timed("t2-mt", lambda: run_mt_grpo(mt, agent, sandbox, [t2], work / "t2-mt", model_dir=model_dir,
@@ -221,8 +237,12 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     click.echo(f"{out}: passed={result['passed']} minutes={result['minutes']}")
 
 
-def t1_entry(arms: dict) -> dict:
-    return {"arms": {arm: {**run["per_step"], "threshold": run["threshold"], "skipped_steps": run["skipped_steps"]}
+def t1_entry(arms: dict, calibration: dict | None = None) -> dict:
+    """One T1's arms and verdict. `cut`: where each task's split point came from: the task's first batch (GRPO), or a
+    calibration batch of every task from the start policy, shared by both arms (MT-GRPO: calibrate_mt_verdict)."""
+    return {"cut": {"from": "calibration batch of the start policy", **calibration} if calibration
+            else {"from": "first batch of each task"},
+            "arms": {arm: {**run["per_step"], "threshold": run["threshold"], "skipped_steps": run["skipped_steps"]}
                      for arm, run in arms.items()},
             "verdict": separation(arms["short"]["per_step"]["reward"], arms["long"]["per_step"]["reward"])}
 

@@ -1,8 +1,9 @@
 """Reward-following checks (issue 41, item 1): does the RL code move the policy toward its reward?
 
 T1 (synthetic): two runs from the same start, the same prompts and seed, rewarded by opposite synthetic verdicts
-(termagent.rewards.synthetic: replies shorter / longer than the first batch's split point). A trainer that follows
-its reward drives the share of short replies up in arm "short" and down in arm "long", from ~0.5 each;
+(termagent.rewards.synthetic: replies shorter / longer than a split point per task: the task's first batch for
+GRPO; for MT-GRPO, a batch of every task from the start policy before the first step, calibrate_mt_verdict).
+A trainer that follows its reward drives the share of short replies up in arm "short" and down in arm "long", from ~0.5 each;
 `separation` judges the last steps.
 T2 (real): one train task the start solves sometimes, its own tests as the reward; `improvement` judges the pass
 rate of the last steps against the first.
@@ -67,6 +68,52 @@ def run_grpo(config, root: Path, *, warmup: Path, tasks, sandbox, env_config, ve
                          verdict=verdict, engine=engine)
     return {"per_step": per_step(paths.rollouts_dir / "rollouts.jsonl"), "steps": metrics["steps"],
             "skipped_steps": metrics["skipped_steps"], "threshold": getattr(verdict, "threshold", None)}
+
+
+def calibrate_mt_verdict(params, agent, sandbox, tasks, verdict, *, model_dir: Path, start_adapter: Path | None,
+                         engine=None, work: Path) -> dict:
+    """Set a length verdict's cut for every task from the start policy, before MT-GRPO trains (`with_cuts` hands
+    them to each arm's verdict, so both arms are judged on the same cuts): one group
+    (num_generations trajectories) of every task rolled out through the stage's own rollout path (build_trainer's
+    MultiTurnRollout on its generator: the OpenVINO engine with the start adapter synced, or the in-process model)
+    and judged by `verdict`, which freezes each task's cut on it. The trainer is then dropped; nothing trains.
+
+    Why: left to itself the verdict cuts each task on its first batch, and a task first drawn at step k is cut on the
+    policy of step k, which has already moved: its share is re-centred on 0.5 and the movement before k is hidden.
+    T1-MT on SmolLM2 (2026-12-07, 14 tasks, 2 per step): for 5 tasks the long arm's cut was 89-94 tokens per turn
+    where the short arm's was 45-55. Returns {episodes, tasks_cut, wall_s}."""
+    import gc
+    import time
+
+    from termagent.train.engine_rollouts import engine_for
+    from termagent.train.mt_grpo import build_trainer
+
+    started = time.monotonic()
+    work.mkdir(parents=True, exist_ok=True)
+    trainer = build_trainer(params, agent, sandbox, tasks, model_dir=model_dir, start_adapter=start_adapter,
+                            work_dir=work, rollouts_dir=None, metrics_dir=None, verdict=verdict)
+    engine_policy = engine_for(trainer, engine, model_dir)
+    rows = [{"prompt": t.id, "task_id": t.id} for t in tasks for _ in range(params.num_generations)]
+    try:
+        if engine_policy is not None:
+            trainer.vllm_generation.sync_weights()  # the engine holds the start adapter only once synced
+        trainer._rollout_inputs = rows  # what MTGRPOTrainer stashes before each rollout
+        trainer.rollout_func([row["prompt"] for row in rows], trainer)
+    finally:
+        if engine_policy is not None:
+            engine_policy.close()
+        del trainer
+        gc.collect()
+    cut = verdict.threshold if isinstance(verdict.threshold, dict) else {}
+    return {"episodes": len(rows), "tasks_cut": sum(t.id in cut for t in tasks), "tasks": len(tasks),
+            "wall_s": round(time.monotonic() - started, 1)}
+
+
+def with_cuts(verdict, calibrated):
+    """`verdict` judging on `calibrated`'s per-task cuts (frozen: a task it has no cut for gets one on its first
+    batch, as uncalibrated)."""
+    verdict.thresholds = dict(calibrated.thresholds)
+    return verdict
 
 
 def run_mt_grpo(params, agent, sandbox, tasks, root: Path, *, model_dir: Path, start_adapter: Path | None,

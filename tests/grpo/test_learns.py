@@ -16,7 +16,13 @@ from termagent.agent import AgentConfig
 from termagent.rewards.synthetic import LengthVerdict, make_verdict
 from termagent.train.grpo import GRPOParams
 from termagent.train.mt_grpo import MTGRPOParams
-from termagent.train.reward_following import run_grpo, run_mt_grpo, separation
+from termagent.train.reward_following import (
+    calibrate_mt_verdict,
+    run_grpo,
+    run_mt_grpo,
+    separation,
+    with_cuts,
+)
 from termagent.train.single_turn import EnvConfig
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -83,6 +89,27 @@ def test_mt_grpo_follows_a_synthetic_reward_in_both_directions(tmp_path, seed, w
         assert run["steps"] == MT_STEPS
     print("mt_grpo arms:", arms)
     assert_apart(arms)
+
+
+def test_calibration_cuts_every_task_on_the_start_policy_and_the_arm_keeps_those_cuts(tmp_path, warm_model_dir,
+                                                                                        warm_adapter, tasks,
+                                                                                        grpo_sandbox):
+    """T1-MT's cuts come from the start policy for every task, not from whatever policy first meets a task: with one
+    task per step and one step, an uncalibrated verdict would cut only the task that step drew."""
+    params = mt_params(0, max_steps=1, tasks_per_step=1, micro_batch_size=0)
+    adapter_before = (warm_adapter / "adapter_model.safetensors").read_bytes()
+    cuts = make_verdict("short")
+    calibration = calibrate_mt_verdict(params, AgentConfig(max_failed_replies=None), grpo_sandbox, tasks, cuts,
+                                       model_dir=warm_model_dir, start_adapter=warm_adapter, work=tmp_path / "cal")
+    assert calibration["episodes"] == len(tasks) * params.num_generations
+    assert calibration["tasks_cut"] == len(tasks) and set(cuts.threshold) == {t.id for t in tasks}
+    assert (warm_adapter / "adapter_model.safetensors").read_bytes() == adapter_before  # nothing trained
+    arm = with_cuts(make_verdict("long"), cuts)
+    run = run_mt_grpo(params, AgentConfig(max_failed_replies=None), grpo_sandbox, tasks, tmp_path / "long",
+                      model_dir=warm_model_dir, start_adapter=warm_adapter, verdict=arm)
+    assert run["steps"] == 1
+    assert run["threshold"] == cuts.threshold  # the step judged on the calibrated cuts, and set none of its own
+    assert len(run["per_step"]["reward"]) == 1
 
 
 class ThenNothing(LengthVerdict):
