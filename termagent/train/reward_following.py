@@ -2,9 +2,9 @@
 
 T1 (synthetic): two runs from the same start, the same prompts and seed, rewarded by opposite synthetic verdicts
 (termagent.rewards.synthetic: replies shorter / longer than a split point per task: the task's first batch for
-GRPO; for MT-GRPO, a batch of every task from the start policy before the first step, calibrate_mt_verdict).
-A trainer that follows its reward drives the share of short replies up in arm "short" and down in arm "long", from ~0.5 each;
-`separation` judges the last steps.
+GRPO; for MT-GRPO, a batch of every task from the start policy before the first step, calibrate_mt_verdict). A
+trainer that follows its reward drives the share of short replies up in arm "short" and down in arm "long", from
+~0.5 each; `separation` judges the last steps.
 T2 (real): one train task the start solves sometimes, its own tests as the reward; `improvement` judges the pass
 rate of the last steps against the first.
 
