@@ -173,8 +173,8 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     sandbox_config = dataclasses.replace(s.sandbox.sandbox_config(json.loads(image.read_text())["image"]),
                                          warm_pool=max(s.sandbox.warm_pool, grpo.generation_batch_size),
                                          concurrency=max(s.sandbox.concurrency, mt.concurrency))
-    # the start as given: a plain adapter directory is copied under --work, a path that is gone when the bench ends
-    given = str(adapter) if start == Path(warmup or ".") else warmup
+    # start_dir copies a plain adapter directory to work/start, a path gone with --work: record the directory given
+    given = warmup if start == work / "start" else str(adapter)
     result = {"start": {"base": str(model_dir), "adapter": given if adapter else None,
                         "adapter_sha256": adapter_digest(adapter)}, "steps": steps,
               "config": {"grpo": config_digest(grpo), "mt_grpo": config_digest(mt)},

@@ -103,9 +103,8 @@ def calibrate_mt_verdict(params, agent, sandbox, tasks, verdict, *, model_dir: P
         if engine_policy is not None:
             engine_policy.close()
         del trainer
-        gc.collect()
-    cut = verdict.threshold if isinstance(verdict.threshold, dict) else {}
-    return {"episodes": len(rows), "tasks_cut": sum(t.id in cut for t in tasks), "tasks": len(tasks),
+        gc.collect()  # the Trainer holds reference cycles: free its model before the arm builds its own
+    return {"episodes": len(rows), "tasks_cut": sum(t.id in verdict.thresholds for t in tasks), "tasks": len(tasks),
             "wall_s": round(time.monotonic() - started, 1)}
 
 
