@@ -104,7 +104,10 @@ def test_a_param_change_reruns_only_its_stage_and_what_reads_it(pipeline, tmp_pa
         diff = json.loads(_run([sys.executable, "-m", "dvc", "metrics", "diff", "--all", "--json", "HEAD"], pipeline))
         for path, key in [("metrics/eval/mt_grpo.json", "accuracy"), ("metrics/mt_grpo/train.json", "wall_s")]:
             assert {"old", "new"} <= set(diff[path][key]), (path, diff.get(path))
-        assert diff["metrics/mt_grpo/train.json"]["wall_s"]["old"] != diff["metrics/mt_grpo/train.json"]["wall_s"]["new"]
+        # which run is which: the changed param, old and new (not wall_s, which two runs can share to the ms)
+        params = json.loads(_run([sys.executable, "-m", "dvc", "params", "diff", "--json", "HEAD"], pipeline))
+        gamma = params["params.yaml"]["mt_grpo.credit.turn_gamma"]
+        assert gamma["new"] == 0.9 and gamma["old"] != 0.9, gamma
         plots = tmp_path / "plots"  # outside the repository: the next test commits its working tree
         _run([sys.executable, "-m", "dvc", "plots", "show", "-o", str(plots)], pipeline)
         page = (plots / "index.html").read_text()
