@@ -9,10 +9,13 @@ reply shorter / longer than a split point per task; MT-GRPO: tokens per model tu
 from its first batch; MT-GRPO's arms first roll every task out with the start policy and take the cuts from that
 (a task first drawn at step k would otherwise be cut on a policy already moved). Passes when, over the last 3
 steps, arm "short" >= 0.75 and arm "long" <= 0.25.
-T2 (real): one train task whose measured rate (`--rates`, a sample stage's rates.json) is in (0.2, 0.6), or
-`--t2-task`, trained on with its own tests as the reward. Passes when the pass rate of the last 3 steps minus the
-first 3 is >= 0.3 (each step's draw: GRPO's dynamic-sampling replacements are not counted; task retirement is
-off, as one task that ties twice would end the run).
+T2 (real): one train task the start solves sometimes (or `--t2-task`), trained on with its own tests as the reward:
+for GRPO the task whose measured rate (`--rates`, a sample stage's rates.json) is in (0.2, 0.6) nearest 0.4; for
+MT-GRPO every such task rolled out `--t2-episodes` times with the start policy through its own path first, and the
+one whose rate there is in (0.2, 0.6) nearest 0.4 (a rate of 4 attempts by another path is too loose: see
+calibrate_mt_task). Each entry records its `task` and where it came from. Passes when the pass rate of the last 3
+steps minus the first 3 is >= 0.3 (each step's draw: GRPO's dynamic-sampling replacements are not counted; task
+retirement is off, as one task that ties twice would end the run).
 Every run is the stage's own trainer (train_grpo, train_mt_grpo) under params.yaml's grpo / mt_grpo sections and
 its generation path (the `engine` section: OpenVINO with the live adapter where `engine.rl`), with
 max_steps = --steps; T1 turns dynamic sampling off (a replacement is chosen for its signal: it would bias the
@@ -46,8 +49,10 @@ from termagent.train.common import environment
 from termagent.train.grpo import GRPOParams
 from termagent.train.mt_grpo import MTGRPOParams
 from termagent.train.reward_following import (
+    calibrate_mt_task,
     calibrate_mt_verdict,
     improvement,
+    pick_by_rate,
     run_grpo,
     run_mt_grpo,
     separation,
@@ -126,11 +131,22 @@ def pick_t2_task(tasks: dict, rates: Path | None, task_id: str | None, lo: float
         return tasks[task_id], None
     if rates is None or not rates.is_file():
         raise click.ClickException(f"T2 needs --rates (a sample stage's rates.json; {rates} is missing) or --t2-task")
-    measured = {t: r["passes"] / r["n"] for t, r in read_rates(rates).items() if r["n"] and t in tasks}
-    inside = sorted((t for t, r in measured.items() if lo < r < hi), key=lambda t: (abs(measured[t] - 0.4), t))
+    measured = {t: r for t, r in read_rates(rates).items() if t in tasks}
+    chosen = pick_by_rate(measured, lo=lo, hi=hi)
+    if chosen is None:
+        raise click.ClickException(f"{rates}: no train task with a rate in ({lo}, {hi}); give --t2-task")
+    return tasks[chosen], measured[chosen]["passes"] / measured[chosen]["n"]
+
+
+def t2_candidates(tasks: dict, rates: Path, lo: float = 0.2, hi: float = 0.6) -> list:
+    """Every train task whose --rates rate is inside (lo, hi): T2-MT's candidates, measured again on the start policy
+    (calibrate_mt_task)."""
+    if not rates.is_file():
+        raise click.ClickException(f"T2-MT needs --rates (a sample stage's rates.json; {rates} is missing) or --t2-task")
+    inside = sorted(t for t, r in read_rates(rates).items() if t in tasks and r["n"] and lo < r["passes"] / r["n"] < hi)
     if not inside:
         raise click.ClickException(f"{rates}: no train task with a rate in ({lo}, {hi}); give --t2-task")
-    return tasks[inside[0]], measured[inside[0]]
+    return [tasks[t] for t in inside]
 
 
 @click.command()
@@ -143,15 +159,18 @@ def pick_t2_task(tasks: dict, rates: Path | None, task_id: str | None, lo: float
 @click.option("--steps", default=10, show_default=True, help="optimizer steps per run")
 @click.option("--t1-tasks", default=14, show_default=True, help="train tasks whose first prompts T1 draws from")
 @click.option("--rates", default="data/sample/warmup/rates.json", show_default=True, type=click.Path(path_type=Path))
-@click.option("--t2-task", default=None, help="T2's task (default: picked from --rates)")
+@click.option("--t2-task", default=None, help="T2's task (default: GRPO's picked from --rates, MT-GRPO's measured "
+                                                "among --rates' candidates on the start policy)")
+@click.option("--t2-episodes", default=8, show_default=True,
+              help="T2-MT: episodes of each candidate task the start policy rolls out to choose the task")
 @click.option("--lr", default=None, type=float, help="override grpo.trl / mt_grpo.trl learning_rate")
 @click.option("--index", default="data/tasks.json", show_default=True, type=click.Path(path_type=Path))
 @click.option("--image", default="data/image.json", show_default=True, type=click.Path(path_type=Path))
 @click.option("--work", default="/tmp/bench_learns", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out", default="metrics/bench_learns.json", show_default=True, type=click.Path(path_type=Path))
 @click.option("--replace", is_flag=True, help="start --out afresh (else a run adds to the results it holds)")
-def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, t2_task, lr, index, image, work,
-         out, replace) -> None:
+def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, t2_task, t2_episodes, lr, index, image,
+         work, out, replace) -> None:
     tests = [t.strip() for t in tests_csv.split(",") if t.strip()]
     unknown = sorted(set(tests) - set(TESTS))
     if unknown:
@@ -168,7 +187,7 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     mt = dataclasses.replace(s.mt_grpo, use_vllm=False, max_steps=steps, trl={**s.mt_grpo.trl, **trl_lr})
     train = {t.id: t for t in tasks_in_split(index, "train")}
     t1 = one_per_family(list(train.values()), t1_tasks)
-    t2, t2_rate = pick_t2_task(train, rates, t2_task) if {"t2-grpo", "t2-mt"} & set(tests) else (None, None)
+    t2, t2_rate = pick_t2_task(train, rates, t2_task) if "t2-grpo" in tests or t2_task else (None, None)
     env = EnvConfig.from_agent(s.agent)
     sandbox_config = dataclasses.replace(s.sandbox.sandbox_config(json.loads(image.read_text())["image"]),
                                          warm_pool=max(s.sandbox.warm_pool, grpo.generation_batch_size),
@@ -211,7 +230,8 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
             config = dataclasses.replace(grpo, retire_after_ties=0)
             run = timed("t2-grpo", lambda: run_grpo(config, work / "t2-grpo", warmup=start, tasks=[t2],
                                                     sandbox=sandbox, env_config=env, engine=engine))
-            result["grpo"]["t2"] = t2_entry(run)
+            result["grpo"]["t2"] = {**t2_entry(run), "task": {"id": t2.id, "from": "--t2-task" if t2_task else str(rates),
+                                                              "rate": t2_rate}}
             save()
         agent = s.agent
         if "t1-mt" in tests:
@@ -226,9 +246,22 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
             result["mt_grpo"]["t1"] = t1_entry(arms, calibration)
             save()
         if "t2-mt" in tests:
-            run = timed("t2-mt", lambda: run_mt_grpo(mt, agent, sandbox, [t2], work / "t2-mt", model_dir=model_dir,
+            if t2_task:
+                task, chosen = t2, {"id": t2.id, "from": "--t2-task"}
+            else:  # the candidates measured again on the start policy, through MT-GRPO's own path
+                cal = timed("t2-mt-calibrate", lambda: calibrate_mt_task(
+                    mt, agent, sandbox, t2_candidates(train, rates), episodes=t2_episodes, model_dir=model_dir,
+                    start_adapter=adapter, engine=engine, work=work / "t2-mt" / "calibration"))
+                chosen = {"id": cal["task"], "from": f"calibration batch of the start policy over {rates}'s tasks in "
+                                                     f"(0.2, 0.6)", **{k: cal[k] for k in ("rates", "episodes", "wall_s")}}
+                if cal["task"] is None:
+                    atomic.write_json(work / "t2-mt" / "calibration.json", chosen)
+                    raise click.ClickException(f"T2-MT: no candidate's rate on the start policy is in (0.2, 0.6): "
+                                               f"{cal['rates']}")
+                task = train[cal["task"]]
+            run = timed("t2-mt", lambda: run_mt_grpo(mt, agent, sandbox, [task], work / "t2-mt", model_dir=model_dir,
                                                      start_adapter=adapter, engine=engine))
-            result["mt_grpo"]["t2"] = t2_entry(run)
+            result["mt_grpo"]["t2"] = {**t2_entry(run), "task": chosen}
             save()
     save()
     for sect in ("grpo", "mt_grpo"):

@@ -6,7 +6,8 @@ GRPO; for MT-GRPO, a batch of every task from the start policy before the first 
 trainer that follows its reward drives the share of short replies up in arm "short" and down in arm "long", from
 ~0.5 each; `separation` judges the last steps.
 T2 (real): one train task the start solves sometimes, its own tests as the reward; `improvement` judges the pass
-rate of the last steps against the first.
+rate of the last steps against the first. MT-GRPO's task is chosen on the start policy through its own rollout path
+(calibrate_mt_task), among the candidates a sample stage's rates put in range.
 
 Both run the stages' own trainers (`train_grpo`, `train_mt_grpo`), the verdict given through their `verdict`
 hook. The per-step numbers are read from the run's rollouts.jsonl, over the rollouts each step drew (GRPO's
@@ -17,6 +18,7 @@ scripts/bench_learns.py runs them on SmolLM2; tests/grpo/test_learns.py asserts 
 from __future__ import annotations
 
 import statistics
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -70,41 +72,86 @@ def run_grpo(config, root: Path, *, warmup: Path, tasks, sandbox, env_config, ve
             "skipped_steps": metrics["skipped_steps"], "threshold": getattr(verdict, "threshold", None)}
 
 
-def calibrate_mt_verdict(params, agent, sandbox, tasks, verdict, *, model_dir: Path, start_adapter: Path | None,
-                         engine=None, work: Path) -> dict:
-    """Set a length verdict's cut for every task from the start policy, before MT-GRPO trains (`with_cuts` hands
-    them to each arm's verdict, so both arms are judged on the same cuts): one group
-    (num_generations trajectories) of every task rolled out through the stage's own rollout path (build_trainer's
-    MultiTurnRollout on its generator: the OpenVINO engine with the start adapter synced, or the in-process model)
-    and judged by `verdict`, which freezes each task's cut on it. The trainer is then dropped; nothing trains.
-
-    Why: left to itself the verdict cuts each task on its first batch, and a task first drawn at step k is cut on the
-    policy of step k, which has already moved: its share is re-centred on 0.5 and the movement before k is hidden.
-    T1-MT on SmolLM2 (2026-12-07, 14 tasks, 2 per step): for 5 tasks the long arm's cut was 89-94 tokens per turn
-    where the short arm's was 45-55. Returns {episodes, tasks_cut, wall_s}."""
+def start_policy_rollouts(params, agent, sandbox, tasks, *, episodes: int, model_dir: Path,
+                          start_adapter: Path | None, engine=None, work: Path, verdict=None) -> list[dict]:
+    """`episodes` trajectories of every task rolled out once with the start policy through MT-GRPO's own rollout
+    path (build_trainer's MultiTurnRollout on its generator: the OpenVINO engine with the start adapter synced, or
+    the in-process model), judged by `verdict` (None: each task's verifier). The trainer is then dropped; nothing
+    trains. Returns the episode records (sandbox TrialResult dicts: task_id, reward, None where not graded)."""
     import gc
-    import time
 
     from termagent.train.engine_rollouts import engine_for
     from termagent.train.mt_grpo import build_trainer
 
-    started = time.monotonic()
     work.mkdir(parents=True, exist_ok=True)
     trainer = build_trainer(params, agent, sandbox, tasks, model_dir=model_dir, start_adapter=start_adapter,
                             work_dir=work, rollouts_dir=None, metrics_dir=None, verdict=verdict)
     engine_policy = engine_for(trainer, engine, model_dir)
-    rows = [{"prompt": t.id, "task_id": t.id} for t in tasks for _ in range(params.num_generations)]
+    rows = [{"prompt": t.id, "task_id": t.id} for t in tasks for _ in range(episodes)]
     try:
         if engine_policy is not None:
             trainer.vllm_generation.sync_weights()  # the engine holds the start adapter only once synced
         trainer._rollout_inputs = rows  # what MTGRPOTrainer stashes before each rollout
         trainer.rollout_func([row["prompt"] for row in rows], trainer)
+        return list(trainer.rollout_func.last_results)
     finally:
         if engine_policy is not None:
             engine_policy.close()
         del trainer
-        gc.collect()  # the Trainer holds reference cycles: free its model before the arm builds its own
-    return {"episodes": len(rows), "tasks_cut": sum(t.id in verdict.thresholds for t in tasks), "tasks": len(tasks),
+        gc.collect()  # the Trainer holds reference cycles: free its model before the next run builds its own
+
+
+def calibrate_mt_verdict(params, agent, sandbox, tasks, verdict, *, model_dir: Path, start_adapter: Path | None,
+                         engine=None, work: Path) -> dict:
+    """Set a length verdict's cut for every task from the start policy, before MT-GRPO trains (`with_cuts` hands
+    them to each arm's verdict, so both arms are judged on the same cuts): one group (num_generations
+    trajectories) of every task from start_policy_rollouts, judged by `verdict`, which freezes each task's cut on it.
+
+    Why: left to itself the verdict cuts each task on its first batch, and a task first drawn at step k is cut on the
+    policy of step k, which has already moved: its share is re-centred on 0.5 and the movement before k is hidden.
+    T1-MT on SmolLM2 (2026-12-07, 14 tasks, 2 per step): for 5 tasks the long arm's cut was 89-94 tokens per turn
+    where the short arm's was 45-55. Returns {episodes, tasks_cut, tasks, wall_s}."""
+    started = time.monotonic()
+    records = start_policy_rollouts(params, agent, sandbox, tasks, episodes=params.num_generations,
+                                    model_dir=model_dir, start_adapter=start_adapter, engine=engine, work=work,
+                                    verdict=verdict)
+    return {"episodes": len(records), "tasks_cut": sum(t.id in verdict.thresholds for t in tasks), "tasks": len(tasks),
+            "wall_s": round(time.monotonic() - started, 1)}
+
+
+def pick_by_rate(rates: dict[str, dict], *, lo: float = 0.2, hi: float = 0.6, target: float = 0.4) -> str | None:
+    """T2's task among `rates` ({task: {passes, n}}): a rate strictly inside (lo, hi), the nearest to `target`
+    (ties by id); None when no task's rate is inside."""
+    measured = {t: r["passes"] / r["n"] for t, r in rates.items() if r["n"]}
+    inside = sorted((t for t, r in measured.items() if lo < r < hi), key=lambda t: (abs(measured[t] - target), t))
+    return inside[0] if inside else None
+
+
+def calibrate_mt_task(params, agent, sandbox, tasks, *, episodes: int, model_dir: Path, start_adapter: Path | None,
+                      engine=None, work: Path, lo: float = 0.2, hi: float = 0.6) -> dict:
+    """T2-MT's task, chosen on the start policy through MT-GRPO's own rollout path: `episodes` trajectories of every
+    candidate (start_policy_rollouts, each task's verifier as the reward), then pick_by_rate over the graded ones.
+
+    Why: the candidates' rates come from the sample stage, 4 attempts a task through another path (2 of 4 has a
+    95 % interval of 0.07-0.93). T2-MT on SmolLM2 (run 16's warmup) drew background-job-0011 at 2 of 4 and its first
+    three steps passed 0.625 each: outside the (0.2, 0.6) the test asks of its task, with 0.375 left to gain where
+    0.3 is needed. The batch is drawn under another seed than the run's, so the run's first steps are fresh samples
+    (a task chosen for a low draw then regresses toward its true rate: against the test, never for it).
+    Returns {task, rates: {task: {passes, n, ungraded}}, episodes, wall_s}."""
+    from dataclasses import replace
+
+    started = time.monotonic()
+    records = start_policy_rollouts(replace(params, seed=params.seed + 1), agent, sandbox, tasks, episodes=episodes, model_dir=model_dir,
+                                    start_adapter=start_adapter, engine=engine, work=work)
+    rates = {t.id: {"passes": 0, "n": 0, "ungraded": 0} for t in tasks}
+    for record in records:
+        entry = rates[record["task_id"]]
+        if record["reward"] is None:  # an infrastructure failure says nothing of the policy
+            entry["ungraded"] += 1
+        else:
+            entry["n"] += 1
+            entry["passes"] += float(record["reward"]) >= 1.0
+    return {"task": pick_by_rate(rates, lo=lo, hi=hi), "rates": rates, "episodes": len(records),
             "wall_s": round(time.monotonic() - started, 1)}
 
 

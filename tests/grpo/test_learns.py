@@ -14,16 +14,20 @@ from safetensors.torch import load_file
 
 from termagent.agent import AgentConfig
 from termagent.rewards.synthetic import LengthVerdict, make_verdict
+from termagent.tasks.load import load_task
 from termagent.train.grpo import GRPOParams
 from termagent.train.mt_grpo import MTGRPOParams
 from termagent.train.reward_following import (
+    calibrate_mt_task,
     calibrate_mt_verdict,
+    pick_by_rate,
     run_grpo,
     run_mt_grpo,
     separation,
     with_cuts,
 )
 from termagent.train.single_turn import EnvConfig
+from tests.grpo.conftest import write_task
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -108,6 +112,29 @@ def test_calibration_cuts_every_task_on_the_start_policy_and_the_arm_keeps_those
     assert run["steps"] == 1
     assert run["threshold"] == cuts.threshold  # the step judged on the calibrated cuts, and set none of its own
     assert len(run["per_step"]["reward"]) == 1
+
+
+def test_t2_mt_measures_each_candidate_on_the_start_policy_by_its_own_verifier(tmp_path, warm_model_dir,
+                                                                             warm_adapter, base_image, grpo_sandbox):
+    """T2-MT's task is chosen by the candidates' rates on the start policy, each episode graded by its task's verifier:
+    a task whose verifier always passes and one whose verifier never does read 2 of 2 and 0 of 2 (whatever the
+    model typed), and neither is inside (0.2, 0.6), so no task is chosen."""
+    always = load_task(write_task(tmp_path / "tasks", "always", base_image.tag,
+                                  test_sh="#!/bin/bash\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n"))
+    never = load_task(write_task(tmp_path / "tasks", "never", base_image.tag,
+                                 test_sh="#!/bin/bash\nmkdir -p /logs/verifier\necho 0 > /logs/verifier/reward.txt\n"))
+    params = mt_params(0, max_steps=1, tasks_per_step=1, micro_batch_size=0)
+    cal = calibrate_mt_task(params, AgentConfig(max_failed_replies=None), grpo_sandbox, [always, never], episodes=2,
+                            model_dir=warm_model_dir, start_adapter=warm_adapter, work=tmp_path / "cal")
+    assert cal["episodes"] == 4
+    assert cal["rates"] == {"always": {"passes": 2, "n": 2, "ungraded": 0}, "never": {"passes": 0, "n": 2, "ungraded": 0}}
+    assert cal["task"] is None
+    # the pick: strictly inside (0.2, 0.6), nearest 0.4, ties by id; a task with no graded episode is never picked
+    rates = {"a": {"passes": 1, "n": 2}, "b": {"passes": 3, "n": 8}, "c": {"passes": 1, "n": 4}, "d": {"passes": 0, "n": 0},
+             "e": {"passes": 3, "n": 8}}
+    assert pick_by_rate(rates) == "b"
+    assert pick_by_rate({"c": rates["c"], "d": rates["d"]}) == "c"
+    assert pick_by_rate({"x": {"passes": 5, "n": 8}, "y": {"passes": 1, "n": 8}, "z": {"passes": 3, "n": 5}}) is None
 
 
 class ThenNothing(LengthVerdict):
