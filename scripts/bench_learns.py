@@ -142,8 +142,10 @@ def t2_candidates(tasks: dict, rates: Path, lo: float = 0.2, hi: float = 0.6) ->
     """Every train task whose --rates rate is inside (lo, hi): T2-MT's candidates, measured again on the start policy
     (calibrate_mt_task)."""
     if not rates.is_file():
-        raise click.ClickException(f"T2-MT needs --rates (a sample stage's rates.json; {rates} is missing) or --t2-task")
-    inside = sorted(t for t, r in read_rates(rates).items() if t in tasks and r["n"] and lo < r["passes"] / r["n"] < hi)
+        raise click.ClickException(f"T2-MT needs --rates (a sample stage's rates.json; {rates} is missing) "
+                                   "or --t2-task")
+    inside = sorted(t for t, r in read_rates(rates).items()
+                    if t in tasks and r["n"] and lo < r["passes"] / r["n"] < hi)
     if not inside:
         raise click.ClickException(f"{rates}: no train task with a rate in ({lo}, {hi}); give --t2-task")
     return [tasks[t] for t in inside]
@@ -230,8 +232,8 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
             config = dataclasses.replace(grpo, retire_after_ties=0)
             run = timed("t2-grpo", lambda: run_grpo(config, work / "t2-grpo", warmup=start, tasks=[t2],
                                                     sandbox=sandbox, env_config=env, engine=engine))
-            result["grpo"]["t2"] = {**t2_entry(run), "task": {"id": t2.id, "from": "--t2-task" if t2_task else str(rates),
-                                                              "rate": t2_rate}}
+            picked = {"id": t2.id, "from": "--t2-task" if t2_task else str(rates), "rate": t2_rate}
+            result["grpo"]["t2"] = {**t2_entry(run), "task": picked}
             save()
         agent = s.agent
         if "t1-mt" in tests:
@@ -252,8 +254,9 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
                 cal = timed("t2-mt-calibrate", lambda: calibrate_mt_task(
                     mt, agent, sandbox, t2_candidates(train, rates), episodes=t2_episodes, model_dir=model_dir,
                     start_adapter=adapter, engine=engine, work=work / "t2-mt" / "calibration"))
-                chosen = {"id": cal["task"], "from": f"calibration batch of the start policy over {rates}'s tasks in "
-                                                     f"(0.2, 0.6)", **{k: cal[k] for k in ("rates", "episodes", "wall_s")}}
+                chosen = {"id": cal["task"],
+                          "from": f"calibration batch of the start policy over {rates}'s tasks in (0.2, 0.6)",
+                          **{k: cal[k] for k in ("rates", "episodes", "wall_s")}}
                 if cal["task"] is None:
                     atomic.write_json(work / "t2-mt" / "calibration.json", chosen)
                     raise click.ClickException(f"T2-MT: no candidate's rate on the start policy is in (0.2, 0.6): "

@@ -141,8 +141,8 @@ def calibrate_mt_task(params, agent, sandbox, tasks, *, episodes: int, model_dir
     from dataclasses import replace
 
     started = time.monotonic()
-    records = start_policy_rollouts(replace(params, seed=params.seed + 1), agent, sandbox, tasks, episodes=episodes, model_dir=model_dir,
-                                    start_adapter=start_adapter, engine=engine, work=work)
+    records = start_policy_rollouts(replace(params, seed=params.seed + 1), agent, sandbox, tasks, episodes=episodes,
+                                    model_dir=model_dir, start_adapter=start_adapter, engine=engine, work=work)
     rates = {t.id: {"passes": 0, "n": 0, "ungraded": 0} for t in tasks}
     for record in records:
         entry = rates[record["task_id"]]

@@ -127,11 +127,12 @@ def test_t2_mt_measures_each_candidate_on_the_start_policy_by_its_own_verifier(t
     cal = calibrate_mt_task(params, AgentConfig(max_failed_replies=None), grpo_sandbox, [always, never], episodes=2,
                             model_dir=warm_model_dir, start_adapter=warm_adapter, work=tmp_path / "cal")
     assert cal["episodes"] == 4
-    assert cal["rates"] == {"always": {"passes": 2, "n": 2, "ungraded": 0}, "never": {"passes": 0, "n": 2, "ungraded": 0}}
+    assert cal["rates"] == {"always": {"passes": 2, "n": 2, "ungraded": 0},
+                            "never": {"passes": 0, "n": 2, "ungraded": 0}}
     assert cal["task"] is None
     # the pick: strictly inside (0.2, 0.6), nearest 0.4, ties by id; a task with no graded episode is never picked
-    rates = {"a": {"passes": 1, "n": 2}, "b": {"passes": 3, "n": 8}, "c": {"passes": 1, "n": 4}, "d": {"passes": 0, "n": 0},
-             "e": {"passes": 3, "n": 8}}
+    rates = {"a": {"passes": 1, "n": 2}, "b": {"passes": 3, "n": 8}, "c": {"passes": 1, "n": 4},
+             "d": {"passes": 0, "n": 0}, "e": {"passes": 3, "n": 8}}
     assert pick_by_rate(rates) == "b"
     assert pick_by_rate({"c": rates["c"], "d": rates["d"]}) == "c"
     assert pick_by_rate({"x": {"passes": 5, "n": 8}, "y": {"passes": 1, "n": 8}, "z": {"passes": 3, "n": 5}}) is None
