@@ -117,8 +117,8 @@ def test_calibration_cuts_every_task_on_the_start_policy_and_the_arm_keeps_those
 def test_t2_mt_measures_each_candidate_on_the_start_policy_by_its_own_verifier(tmp_path, warm_model_dir,
                                                                              warm_adapter, base_image, grpo_sandbox):
     """T2-MT's task is chosen by the candidates' rates on the start policy, each episode graded by its task's verifier:
-    a task whose verifier always passes and one whose verifier never does read 2 of 2 and 0 of 2 (whatever the
-    model typed), and neither is inside (0.2, 0.6), so no task is chosen."""
+    a task whose verifier always passes and one whose verifier never does read all and none of their graded episodes
+    (whatever the model typed), and neither is inside (0.2, 0.6), so no task is chosen."""
     always = load_task(write_task(tmp_path / "tasks", "always", base_image.tag,
                                   test_sh="#!/bin/bash\nmkdir -p /logs/verifier\necho 1 > /logs/verifier/reward.txt\n"))
     never = load_task(write_task(tmp_path / "tasks", "never", base_image.tag,
@@ -127,8 +127,10 @@ def test_t2_mt_measures_each_candidate_on_the_start_policy_by_its_own_verifier(t
     cal = calibrate_mt_task(params, AgentConfig(max_failed_replies=None), grpo_sandbox, [always, never], episodes=2,
                             model_dir=warm_model_dir, start_adapter=warm_adapter, work=tmp_path / "cal")
     assert cal["episodes"] == 4
-    assert cal["rates"] == {"always": {"passes": 2, "n": 2, "ungraded": 0},
-                            "never": {"passes": 0, "n": 2, "ungraded": 0}}
+    always_rate, never_rate = cal["rates"]["always"], cal["rates"]["never"]
+    assert always_rate["n"] + always_rate["ungraded"] == 2 and never_rate["n"] + never_rate["ungraded"] == 2
+    assert always_rate["n"] >= 1 and never_rate["n"] >= 1  # an infrastructure failure is not graded, never a 0
+    assert always_rate["passes"] == always_rate["n"] and never_rate["passes"] == 0
     assert cal["task"] is None
     # the pick: strictly inside (0.2, 0.6), nearest 0.4, ties by id; a task with no graded episode is never picked
     rates = {"a": {"passes": 1, "n": 2}, "b": {"passes": 3, "n": 8}, "c": {"passes": 1, "n": 4},
