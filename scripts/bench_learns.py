@@ -41,7 +41,7 @@ from termagent.models.artifact import START_FILE, resolve_start, write_start
 from termagent.params import profile_option, read_sections
 from termagent.policy.openvino import EngineConfig
 from termagent.rewards.synthetic import make_verdict
-from termagent.rollouts import read_rates
+from termagent.rollouts import read_rates, tasks_with_signal
 from termagent.sandbox import Sandbox
 from termagent.sandbox.settings import SandboxParams
 from termagent.tasks.index import tasks_in_split
@@ -107,8 +107,6 @@ def merge(previous: dict, result: dict, out: Path, running: set[str]) -> None:
         result[sect] = previous[sect]
         result["config"][sect] = configs.get(sect)
     result["minutes"] = dict(previous.get("minutes") or {})
-    for key in ("t2_task", "t2_task_rate"):
-        result[key] = result[key] if result[key] is not None else previous.get(key)
 
 
 def one_per_family(tasks: list, n: int) -> list:
@@ -124,31 +122,26 @@ def one_per_family(tasks: list, n: int) -> list:
     return dealt
 
 
-def pick_t2_task(tasks: dict, rates: Path | None, task_id: str | None, lo: float = 0.2, hi: float = 0.6):
+def t2_candidates(tasks: dict, rates: Path | None, lo: float = 0.2, hi: float = 0.6) -> list[str]:
+    """The train tasks whose --rates rate (a sample stage's rates.json) is strictly inside (lo, hi)."""
+    if rates is None or not rates.is_file():
+        raise click.ClickException(f"T2 needs --rates (a sample stage's rates.json; {rates} is missing) or --t2-task")
+    inside = [t for t in tasks_with_signal(rates, min_rate=lo, max_rate=hi) if t in tasks]
+    if not inside:
+        raise click.ClickException(f"{rates}: no train task with a rate in ({lo}, {hi}); give --t2-task")
+    return inside
+
+
+def pick_t2_task(tasks: dict, rates: Path | None, task_id: str | None):
+    """T2-GRPO's task and its --rates rate: --t2-task, or the candidate nearest 0.4 (T2-MT measures the candidates
+    again on the start policy: calibrate_mt_task)."""
     if task_id:
         if task_id not in tasks:
             raise click.ClickException(f"--t2-task {task_id}: not a train task")
         return tasks[task_id], None
-    if rates is None or not rates.is_file():
-        raise click.ClickException(f"T2 needs --rates (a sample stage's rates.json; {rates} is missing) or --t2-task")
-    measured = {t: r for t, r in read_rates(rates).items() if t in tasks}
-    chosen = pick_by_rate(measured, lo=lo, hi=hi)
-    if chosen is None:
-        raise click.ClickException(f"{rates}: no train task with a rate in ({lo}, {hi}); give --t2-task")
+    measured = read_rates(rates)
+    chosen = pick_by_rate({t: measured[t] for t in t2_candidates(tasks, rates)})
     return tasks[chosen], measured[chosen]["passes"] / measured[chosen]["n"]
-
-
-def t2_candidates(tasks: dict, rates: Path, lo: float = 0.2, hi: float = 0.6) -> list:
-    """Every train task whose --rates rate is inside (lo, hi): T2-MT's candidates, measured again on the start policy
-    (calibrate_mt_task)."""
-    if not rates.is_file():
-        raise click.ClickException(f"T2-MT needs --rates (a sample stage's rates.json; {rates} is missing) "
-                                   "or --t2-task")
-    inside = sorted(t for t, r in read_rates(rates).items()
-                    if t in tasks and r["n"] and lo < r["passes"] / r["n"] < hi)
-    if not inside:
-        raise click.ClickException(f"{rates}: no train task with a rate in ({lo}, {hi}); give --t2-task")
-    return [tasks[t] for t in inside]
 
 
 @click.command()
@@ -190,6 +183,8 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
     train = {t.id: t for t in tasks_in_split(index, "train")}
     t1 = one_per_family(list(train.values()), t1_tasks)
     t2, t2_rate = pick_t2_task(train, rates, t2_task) if "t2-grpo" in tests or t2_task else (None, None)
+    # T2-MT's candidates, measured again on the start policy before its run (checked here, before any work)
+    t2_pool = [train[t] for t in t2_candidates(train, rates)] if "t2-mt" in tests and not t2_task else None
     env = EnvConfig.from_agent(s.agent)
     sandbox_config = dataclasses.replace(s.sandbox.sandbox_config(json.loads(image.read_text())["image"]),
                                          warm_pool=max(s.sandbox.warm_pool, grpo.generation_batch_size),
@@ -200,7 +195,7 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
                         "adapter_sha256": adapter_digest(adapter)}, "steps": steps,
               "config": {"grpo": config_digest(grpo), "mt_grpo": config_digest(mt)},
               "learning_rate": {"grpo": grpo.trl["learning_rate"], "mt_grpo": mt.trl["learning_rate"]},
-              "t1_tasks": [t.id for t in t1], "t2_task": t2.id if t2 else None, "t2_task_rate": t2_rate,
+              "t1_tasks": [t.id for t in t1],
               "generation": {"engine": engine.rl, "adapter_mode": engine.adapter_mode, "precision": engine.precision}
               if engine.rl else {"engine": False},
               "grpo": {}, "mt_grpo": {}, "minutes": {}, "environment": environment()}
@@ -252,11 +247,11 @@ def main(params_file, profile, base, warmup, tests_csv, steps, t1_tasks, rates, 
                 task, chosen = t2, {"id": t2.id, "from": "--t2-task"}
             else:  # the candidates measured again on the start policy, through MT-GRPO's own path
                 cal = timed("t2-mt-calibrate", lambda: calibrate_mt_task(
-                    mt, agent, sandbox, t2_candidates(train, rates), episodes=t2_episodes, model_dir=model_dir,
-                    start_adapter=adapter, engine=engine, work=work / "t2-mt" / "calibration"))
+                    mt, agent, sandbox, t2_pool, episodes=t2_episodes, model_dir=model_dir, start_adapter=adapter,
+                    engine=engine, work=work / "t2-mt" / "calibration"))
                 chosen = {"id": cal["task"],
                           "from": f"calibration batch of the start policy over {rates}'s tasks in (0.2, 0.6)",
-                          **{k: cal[k] for k in ("rates", "episodes", "wall_s")}}
+                          **{k: cal[k] for k in ("rates", "episodes")}}
                 if cal["task"] is None:
                     atomic.write_json(work / "t2-mt" / "calibration.json", chosen)
                     raise click.ClickException(f"T2-MT: no candidate's rate on the start policy is in (0.2, 0.6): "

@@ -16,17 +16,17 @@ from bench_learns import merge
 def doc(adapter_sha="a1", grpo_config="g1", mt_config="m1", **sections):
     return {"start": {"base": "models/base", "adapter": "models/warmup", "adapter_sha256": adapter_sha},
             "steps": 10, "generation": {"engine": True}, "config": {"grpo": grpo_config, "mt_grpo": mt_config},
-            "t2_task": None, "t2_task_rate": None, "grpo": {}, "mt_grpo": {}, "minutes": {}, **sections}
+            "grpo": {}, "mt_grpo": {}, "minutes": {}, **sections}
 
 
 def test_a_later_part_keeps_the_earlier_results_of_the_same_start_and_configuration():
-    earlier = doc(grpo={"t2": {"verdict": {"passed": True}}}, mt_grpo={"t2": {"verdict": {"passed": False}}},
-                  t2_task="background-job-0011", t2_task_rate=0.5, minutes={"t2-grpo": 13.8})
+    earlier = doc(grpo={"t2": {"verdict": {"passed": True}, "task": {"id": "background-job-0011", "rate": 0.5}}},
+                  mt_grpo={"t2": {"verdict": {"passed": False}}}, minutes={"t2-grpo": 13.8})
     later = doc()
     later["start"]["adapter"] = "/tmp/bench_learns/start"  # a copy of the same weights
     merge(earlier, later, Path("b.json"), {"grpo", "mt_grpo"})
     assert later["grpo"] == earlier["grpo"] and later["mt_grpo"] == earlier["mt_grpo"]
-    assert later["t2_task"] == "background-job-0011" and later["minutes"] == {"t2-grpo": 13.8}
+    assert later["grpo"]["t2"]["task"]["id"] == "background-job-0011" and later["minutes"] == {"t2-grpo": 13.8}
 
 
 @pytest.mark.parametrize("later", [doc(adapter_sha="other"), doc(grpo_config="g2")])

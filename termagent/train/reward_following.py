@@ -18,7 +18,6 @@ scripts/bench_learns.py runs them on SmolLM2; tests/grpo/test_learns.py asserts 
 from __future__ import annotations
 
 import statistics
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -110,13 +109,11 @@ def calibrate_mt_verdict(params, agent, sandbox, tasks, verdict, *, model_dir: P
     Why: left to itself the verdict cuts each task on its first batch, and a task first drawn at step k is cut on the
     policy of step k, which has already moved: its share is re-centred on 0.5 and the movement before k is hidden.
     T1-MT on SmolLM2 (2026-12-07, 14 tasks, 2 per step): for 5 tasks the long arm's cut was 89-94 tokens per turn
-    where the short arm's was 45-55. Returns {episodes, tasks_cut, tasks, wall_s}."""
-    started = time.monotonic()
+    where the short arm's was 45-55. Returns {episodes, tasks_cut, tasks}."""
     records = start_policy_rollouts(params, agent, sandbox, tasks, episodes=params.num_generations,
                                     model_dir=model_dir, start_adapter=start_adapter, engine=engine, work=work,
                                     verdict=verdict)
-    return {"episodes": len(records), "tasks_cut": sum(t.id in verdict.thresholds for t in tasks), "tasks": len(tasks),
-            "wall_s": round(time.monotonic() - started, 1)}
+    return {"episodes": len(records), "tasks_cut": sum(t.id in verdict.thresholds for t in tasks), "tasks": len(tasks)}
 
 
 def pick_by_rate(rates: dict[str, dict], *, lo: float = 0.2, hi: float = 0.6, target: float = 0.4) -> str | None:
@@ -128,7 +125,7 @@ def pick_by_rate(rates: dict[str, dict], *, lo: float = 0.2, hi: float = 0.6, ta
 
 
 def calibrate_mt_task(params, agent, sandbox, tasks, *, episodes: int, model_dir: Path, start_adapter: Path | None,
-                      engine=None, work: Path, lo: float = 0.2, hi: float = 0.6) -> dict:
+                      engine=None, work: Path) -> dict:
     """T2-MT's task, chosen on the start policy through MT-GRPO's own rollout path: `episodes` trajectories of every
     candidate (start_policy_rollouts, each task's verifier as the reward), then pick_by_rate over the graded ones.
 
@@ -137,22 +134,20 @@ def calibrate_mt_task(params, agent, sandbox, tasks, *, episodes: int, model_dir
     three steps passed 0.625 each: outside the (0.2, 0.6) the test asks of its task, with 0.375 left to gain where
     0.3 is needed. The batch is drawn under another seed than the run's, so the run's first steps are fresh samples
     (a task chosen for a low draw then regresses toward its true rate: against the test, never for it).
-    Returns {task, rates: {task: {passes, n, ungraded}}, episodes, wall_s}."""
+    Returns {task, rates: {task: the sample stage's rates.json entry (solve_rates)}, episodes}."""
     from dataclasses import replace
 
-    started = time.monotonic()
-    records = start_policy_rollouts(replace(params, seed=params.seed + 1), agent, sandbox, tasks, episodes=episodes,
+    from termagent.tasks.split import family_of
+    from termagent.train.sampling import PASS, solve_rates
+
+    results = start_policy_rollouts(replace(params, seed=params.seed + 1), agent, sandbox, tasks, episodes=episodes,
                                     model_dir=model_dir, start_adapter=start_adapter, engine=engine, work=work)
-    rates = {t.id: {"passes": 0, "n": 0, "ungraded": 0} for t in tasks}
-    for record in records:
-        entry = rates[record["task_id"]]
-        if record["reward"] is None:  # an infrastructure failure says nothing of the policy
-            entry["ungraded"] += 1
-        else:
-            entry["n"] += 1
-            entry["passes"] += float(record["reward"]) >= 1.0
-    return {"task": pick_by_rate(rates, lo=lo, hi=hi), "rates": rates, "episodes": len(records),
-            "wall_s": round(time.monotonic() - started, 1)}
+    # as the sample stage tallies its episodes: an infrastructure failure (reward None) is left out of n, never a 0
+    records = [{"task_id": r["task_id"], "reward": r["reward"],
+                "passed": r["reward"] is not None and r["reward"] >= PASS,
+                **{key: (r["agent_result"] or {}).get(key) for key in ("n_turns", "ended_by")}} for r in results]
+    rates = solve_rates(records, {t.id: family_of(t) for t in tasks})
+    return {"task": pick_by_rate(rates), "rates": rates, "episodes": len(records)}
 
 
 def with_cuts(verdict, calibrated):

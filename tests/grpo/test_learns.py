@@ -128,7 +128,7 @@ def test_t2_mt_measures_each_candidate_on_the_start_policy_by_its_own_verifier(t
                             model_dir=warm_model_dir, start_adapter=warm_adapter, work=tmp_path / "cal")
     assert cal["episodes"] == 4
     always_rate, never_rate = cal["rates"]["always"], cal["rates"]["never"]
-    assert always_rate["n"] + always_rate["ungraded"] == 2 and never_rate["n"] + never_rate["ungraded"] == 2
+    assert always_rate["n"] + always_rate["infra_failures"] == 2 and never_rate["n"] + never_rate["infra_failures"] == 2
     assert always_rate["n"] >= 1 and never_rate["n"] >= 1  # an infrastructure failure is not graded, never a 0
     assert always_rate["passes"] == always_rate["n"] and never_rate["passes"] == 0
     assert cal["task"] is None
